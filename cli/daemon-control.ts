@@ -1,0 +1,96 @@
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } from '../src/config.js';
+import { isAlive, sleep } from '../daemon/browser/procs.js';
+
+export const paths = () => homePaths(resolveHome());
+
+export function readDaemonInfo(): DaemonInfo | null {
+  try {
+    const info = JSON.parse(readFileSync(paths().daemonFile, 'utf8')) as DaemonInfo;
+    return isAlive(info.pid) ? info : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function healthy(baseUrl: string): Promise<boolean> {
+  try {
+    const res = await request(`${baseUrl}/health`, { headersTimeout: 2000, bodyTimeout: 2000 });
+    await res.body.dump();
+    return res.statusCode === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** The running daemon of this RBROWSE_HOME, when it answers /health. */
+export async function runningDaemon(): Promise<DaemonInfo | null> {
+  const info = readDaemonInfo();
+  return info && (await healthy(info.base_url)) ? info : null;
+}
+
+function logTail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Starts the daemon in the background (or finds it running) and waits until it answers /health.
+ * Its output goes to logs/daemon.log, whose tail explains a failed start.
+ */
+export async function startDaemon(opts: { host?: string; port?: number } = {}): Promise<DaemonInfo> {
+  const running = await runningDaemon();
+  if (running) return running;
+  const p = paths();
+  mkdirSync(p.logsDir, { recursive: true, mode: 0o700 });
+  const logFd = openSync(p.daemonLog, 'a', 0o600);
+  const entry = fileURLToPath(new URL('./daemon.js', import.meta.url));
+  const child = spawn(
+    process.execPath,
+    [entry, '--host', opts.host ?? DEFAULT_HOST, '--port', String(opts.port ?? defaultPort())],
+    { detached: true, stdio: ['ignore', logFd, logFd], env: { ...process.env, RBROWSE_HOME: p.home } },
+  );
+  closeSync(logFd);
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  child.unref();
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (exited !== undefined) {
+      throw new Error(`the daemon exited during start (code ${exited}):\n${logTail(p.daemonLog)}`);
+    }
+    const info = readDaemonInfo();
+    if (info && info.pid === child.pid && (await healthy(info.base_url))) return info;
+    await sleep(40);
+  }
+  throw new Error(`the daemon did not answer within 30 s:\n${logTail(p.daemonLog)}`);
+}
+
+/** Asks the daemon to stop (SIGTERM: it ends every session gracefully) and waits until it is gone. */
+export async function stopDaemon(timeoutMs = 60_000): Promise<{ wasRunning: boolean; pid?: number }> {
+  const lock = Number(readFileSafe(paths().lockFile).trim());
+  const info = readDaemonInfo();
+  const pid = info?.pid ?? (lock && isAlive(lock) ? lock : undefined);
+  if (!pid) return { wasRunning: false };
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + timeoutMs;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) throw new Error(`daemon pid ${pid} did not stop within ${timeoutMs / 1000} s`);
+    await sleep(50);
+  }
+  return { wasRunning: true, pid };
+}
+
+function readFileSafe(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}

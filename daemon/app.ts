@@ -1,0 +1,87 @@
+import { mkdir } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
+import { baseUrlFor, homePaths } from '../src/config.js';
+import { Auth } from './auth.js';
+import { DisplayAllocator } from './browser/xvfb.js';
+import { CdpGateway } from './cdp/gateway.js';
+import { buildServer } from './http/server.js';
+import { browserHandlers } from './http/routes/browsers.js';
+import { systemHandlers } from './http/routes/system.js';
+import { reapLeftovers } from './reaper.js';
+import { SessionManager } from './sessions/manager.js';
+import { Store } from './store.js';
+import { SessionTokens } from './tokens.js';
+
+export interface DaemonOptions {
+  home: string;
+  host: string;
+  port: number;
+  chromiumPath: string;
+  log: (msg: string, extra?: object) => void;
+}
+
+export interface Daemon {
+  server: FastifyInstance;
+  sessions: SessionManager;
+  baseUrl: string;
+  listen(): Promise<string>;
+  /** Ends every session (closing each browser gracefully), then the server. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: every long-lived part is built here, once, and handed to the parts that
+ * need it, so each can be constructed alone in a test.
+ */
+export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const paths = homePaths(opts.home);
+  await mkdir(paths.sessionsDir, { recursive: true, mode: 0o700 });
+  const store = await Store.open(paths.stateFile, opts.log);
+  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, log: opts.log });
+  const auth = await Auth.open(store, paths);
+  const tokens = await SessionTokens.open(paths.jwtSecretFile);
+
+  let baseUrl = baseUrlFor(opts.host, opts.port);
+  const publicUrl = () => baseUrl;
+  const sessions = new SessionManager({
+    store,
+    tokens,
+    publicUrl,
+    log: opts.log,
+    runtime: {
+      home: opts.home,
+      sessionsDir: paths.sessionsDir,
+      chromiumPath: opts.chromiumPath,
+      displays: new DisplayAllocator(),
+      // Chromium's own sandbox refuses to run as root; the namespace sandbox comes with bubblewrap.
+      noSandbox: process.getuid?.() === 0,
+    },
+  });
+  const gateway = new CdpGateway({ sessions, tokens, log: opts.log });
+  const server = await buildServer({
+    auth,
+    log: opts.log,
+    handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions) },
+  });
+  gateway.attach(server.server);
+
+  return {
+    server,
+    sessions,
+    get baseUrl() {
+      return baseUrl;
+    },
+    async listen() {
+      await server.listen({ host: opts.host, port: opts.port });
+      const address = server.server.address();
+      const port = typeof address === 'object' && address ? address.port : opts.port;
+      baseUrl = baseUrlFor(opts.host, port);
+      sessions.startInactivityChecks();
+      return baseUrl;
+    },
+    async close() {
+      await sessions.endAll('daemon_stop');
+      await server.close();
+    },
+  };
+}

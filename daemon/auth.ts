@@ -1,0 +1,75 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { newId } from '../src/ids.js';
+import type { HomePaths } from '../src/config.js';
+import type { OrgRecord, Store } from './store.js';
+
+export const DEFAULT_ORG = 'default';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+/** Keys are long random secrets, so a plain sha256 is a sound way to keep them (no password stretching needed). */
+const newKey = () => `sk_${randomBytes(24).toString('base64url')}`;
+
+export async function readOrCreateSecret(file: string, make: () => string): Promise<string> {
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  const value = make();
+  // wx: if two processes race, one loses with EEXIST instead of both writing different secrets.
+  await writeFile(file, `${value}\n`, { mode: 0o600, flag: 'wx' }).catch(async (err) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  await chmod(file, 0o600);
+  return (await readFile(file, 'utf8')).trim();
+}
+
+/** Organizations, their API keys, and the local admin token the CLI uses for key management. */
+export class Auth {
+  private constructor(
+    private readonly store: Store,
+    private readonly adminToken: string,
+  ) {}
+
+  static async open(store: Store, paths: HomePaths): Promise<Auth> {
+    const adminToken = await readOrCreateSecret(paths.adminTokenFile, () => randomBytes(32).toString('base64url'));
+    const auth = new Auth(store, adminToken);
+    // First start: a default organization and a key for it, kept readable for `rbrowse auth token`.
+    const existing = await readFile(paths.apiKeyFile, 'utf8').then((t) => t.trim(), () => '');
+    if (!existing || !auth.orgForKey(existing)) {
+      const { key } = await auth.createKey(DEFAULT_ORG);
+      await mkdir(dirname(paths.apiKeyFile), { recursive: true, mode: 0o700 });
+      await writeFile(paths.apiKeyFile, `${key}\n`, { mode: 0o600 });
+    }
+    return auth;
+  }
+
+  orgForKey(key: string): OrgRecord | undefined {
+    const digest = sha256(key);
+    const record = this.store.data.api_keys.find((k) => k.sha256 === digest);
+    return record && this.store.data.orgs.find((o) => o.id === record.org_id);
+  }
+
+  isAdminToken(token: string): boolean {
+    const a = Buffer.from(token);
+    const b = Buffer.from(this.adminToken);
+    return a.length === b.length && timingSafeEqual(a, b);
+  }
+
+  async createKey(orgName: string): Promise<{ org: OrgRecord; key: string }> {
+    const key = newKey();
+    const org = await this.store.update((state) => {
+      let org = state.orgs.find((o) => o.name === orgName);
+      if (!org) {
+        org = { id: newId(), name: orgName, created_at: new Date().toISOString() };
+        state.orgs.push(org);
+      }
+      state.api_keys.push({ id: newId(), org_id: org.id, sha256: sha256(key), created_at: new Date().toISOString() });
+      return org;
+    });
+    return { org, key };
+  }
+}

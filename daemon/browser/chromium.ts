@@ -1,0 +1,131 @@
+import { spawn } from 'node:child_process';
+import WebSocket from 'ws';
+import { killGroup, within } from './procs.js';
+
+/** Flags every browser gets: the closed network here otherwise floods refused connections. */
+export const BASE_FLAGS = [
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-default-browser-check',
+  '--disable-breakpad',
+  '--disable-crash-reporter',
+  '--password-store=basic',
+  '--use-mock-keychain',
+  '--disable-features=Translate,MediaRouter,OptimizationHints',
+  '--remote-debugging-address=127.0.0.1',
+  '--remote-debugging-port=0',
+];
+
+export interface ChromiumOptions {
+  executable: string;
+  userDataDir: string;
+  env: Record<string, string>;
+  headless: boolean;
+  width: number;
+  height: number;
+  kiosk?: boolean;
+  startUrl?: string;
+  /** Needed while Chromium runs as root outside a namespace sandbox. */
+  noSandbox?: boolean;
+  readyTimeoutMs?: number;
+}
+
+export function chromiumArgs(o: ChromiumOptions): string[] {
+  return [
+    ...BASE_FLAGS,
+    `--user-data-dir=${o.userDataDir}`,
+    `--window-size=${o.width},${o.height}`,
+    '--window-position=0,0',
+    ...(o.noSandbox ? ['--no-sandbox'] : []),
+    ...(o.headless ? ['--headless'] : ['--ozone-platform=x11']),
+    ...(o.kiosk ? ['--kiosk'] : []),
+    o.startUrl ?? 'about:blank',
+  ];
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** One running Chromium: its browser websocket, and the only ways it should end. */
+export class ChromiumProcess {
+  private stopping?: Promise<void>;
+
+  constructor(
+    readonly pid: number,
+    readonly wsUrl: string,
+    readonly exited: Promise<ExitInfo>,
+    private readonly stderrTail: () => string,
+  ) {}
+
+  /** The http://127.0.0.1:PORT origin of the DevTools endpoint. */
+  get httpOrigin(): string {
+    const u = new URL(this.wsUrl);
+    return `http://${u.host}`;
+  }
+
+  get recentOutput(): string {
+    return this.stderrTail();
+  }
+
+  /**
+   * Browser.close first, so Chromium flushes cookies and profile state (SIGTERM loses them), then
+   * whatever is left of its process group is killed.
+   */
+  close(graceMs = 5000): Promise<void> {
+    this.stopping ??= (async () => {
+      const closed = await within(graceMs, sendBrowserClose(this.wsUrl).then(() => this.exited));
+      killGroup(this.pid, 'SIGKILL');
+      if (!closed) await within(2000, this.exited);
+    })();
+    return this.stopping;
+  }
+}
+
+function sendBrowserClose(wsUrl: string): Promise<void> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(wsUrl, { perMessageDeflate: false });
+    const done = () => {
+      ws.removeAllListeners();
+      ws.terminate();
+      resolve();
+    };
+    ws.once('open', () => ws.send(JSON.stringify({ id: 1, method: 'Browser.close' })));
+    ws.once('message', done);
+    ws.once('close', done);
+    ws.once('error', done);
+  });
+}
+
+export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProcess> {
+  const child = spawn(o.executable, chromiumArgs(o), {
+    env: o.env,
+    // Own process group: one signal to -pid reaches the browser and every renderer it forked.
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let tail = '';
+  const exited = new Promise<ExitInfo>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const wsUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error('timed out waiting for DevTools')), o.readyTimeoutMs ?? 20_000);
+    function fail(err: Error) {
+      clearTimeout(timer);
+      killGroup(child.pid ?? 0, 'SIGKILL');
+      reject(new Error(`Chromium did not start: ${err.message}${tail ? `\n${tail.trim()}` : ''}`));
+    }
+    child.once('error', fail);
+    void exited.then((e) => fail(new Error(`exited with ${e.signal ?? e.code}`)));
+    child.stderr!.on('data', (chunk: Buffer) => {
+      tail = (tail + chunk.toString()).slice(-4000);
+      const m = /DevTools listening on (ws:\/\/\S+)/.exec(tail);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+  });
+  return new ChromiumProcess(child.pid!, wsUrl, exited, () => tail);
+}

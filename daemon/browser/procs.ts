@@ -1,0 +1,66 @@
+import { readdir, readFile } from 'node:fs/promises';
+
+/** Environment markers every process rbrowse starts carries, so it can be found again from /proc alone. */
+export const HOME_MARK = 'RBROWSE_HOME';
+export const SESSION_MARK = 'RBROWSE_SESSION';
+
+export function markedEnv(home: string, sessionId: string): Record<string, string> {
+  return { [HOME_MARK]: home, [SESSION_MARK]: sessionId };
+}
+
+/**
+ * Pids of processes started for this home (and, if given, this session), found by their
+ * environment. This also finds helpers that left the process group, such as Chromium's
+ * crashpad handler, and processes a crashed daemon never got to record.
+ */
+export async function findMarkedProcesses(home: string, sessionId?: string): Promise<number[]> {
+  const wantHome = `${HOME_MARK}=${home}`;
+  const wantSession = sessionId ? `${SESSION_MARK}=${sessionId}` : `${SESSION_MARK}=`;
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  const found: number[] = [];
+  await Promise.all(
+    entries.map(async (name) => {
+      const pid = Number(name);
+      if (!Number.isInteger(pid) || pid === process.pid) return;
+      const environ = await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '');
+      if (!environ) return;
+      const vars = environ.split('\0');
+      if (!vars.includes(wantHome)) return;
+      if (sessionId ? vars.includes(wantSession) : vars.some((v) => v.startsWith(wantSession))) found.push(pid);
+    }),
+  );
+  return found;
+}
+
+export function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const isAlive = (pid: number): boolean => signal(pid, 0);
+
+/** Kills a process group (the leader may already be gone while members remain). */
+export const killGroup = (pgid: number, sig: NodeJS.Signals = 'SIGKILL'): boolean => signal(-pgid, sig);
+
+export async function killMarked(home: string, sessionId?: string): Promise<number[]> {
+  const pids = await findMarkedProcesses(home, sessionId);
+  for (const pid of pids) signal(pid, 'SIGKILL');
+  return pids;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Resolves true once the promise settles within ms, false on time-out. */
+export async function within(ms: number, p: Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,121 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { request } from 'undici';
+import WebSocket, { WebSocketServer, type RawData } from 'ws';
+import { ApiError, NotFoundError, UnauthorizedError } from '../../src/errors.js';
+import type { SessionManager } from '../sessions/manager.js';
+import type { LiveSession } from '../sessions/live-session.js';
+import type { SessionTokens } from '../tokens.js';
+
+export const CDP_PATH = '/browser/cdp';
+/** Screenshots of large viewports are tens of MB of base64; ws's 100 MiB default is too tight for traces. */
+const MAX_PAYLOAD = 512 * 1024 * 1024;
+
+export interface GatewayDeps {
+  sessions: SessionManager;
+  tokens: SessionTokens;
+  log: (msg: string, extra?: object) => void;
+}
+
+/**
+ * The only way into a session's Chromium: checks the jwt before a byte reaches the browser, then
+ * relays websocket frames both ways. Each connection holds the session active while it is open.
+ */
+export class CdpGateway {
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+
+  constructor(private readonly deps: GatewayDeps) {}
+
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => socket.destroy());
+      void this.onUpgrade(req, socket, head).catch((err) => {
+        this.deps.log('cdp upgrade failed', { error: String(err) });
+        refuse(socket, err instanceof ApiError ? err : new ApiError(502, 'bad_gateway', 'browser unreachable'));
+      });
+    });
+  }
+
+  /** Resolves a jwt to its running session, or throws 401/404. */
+  async sessionFor(jwt: string | undefined | null): Promise<LiveSession> {
+    const claims = await this.deps.tokens.verify(jwt);
+    if (!claims) throw new UnauthorizedError('missing or invalid jwt');
+    const session = this.deps.sessions.liveSession(claims.id);
+    // The jwt must also match the record it was issued for, so a token of an ended session never revives.
+    if (!session || session.record.jwt !== jwt) throw new NotFoundError('browser session not found or ended');
+    return session;
+  }
+
+  /** Chrome's /json/version, pointing webSocketDebuggerUrl at this gateway. */
+  async version(jwt: string | undefined, publicWsUrl: string): Promise<Record<string, string>> {
+    const session = await this.sessionFor(jwt);
+    const res = await request(`${session.chromium.httpOrigin}/json/version`);
+    const body = (await res.body.json()) as Record<string, string>;
+    return { ...body, webSocketDebuggerUrl: `${publicWsUrl}${CDP_PATH}?jwt=${jwt}` };
+  }
+
+  private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname.replace(/\/+$/, '') !== CDP_PATH) throw new NotFoundError(`no websocket endpoint at ${url.pathname}`);
+    const session = await this.sessionFor(url.searchParams.get('jwt'));
+    const upstream = new WebSocket(session.chromium.wsUrl, { perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+    await new Promise<void>((resolve, reject) => {
+      upstream.once('open', resolve);
+      upstream.once('error', reject);
+    });
+    if (socket.destroyed) {
+      upstream.terminate();
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (client) => this.relay(session, client, upstream));
+  }
+
+  private relay(session: LiveSession, client: WebSocket, upstream: WebSocket): void {
+    const release = session.hold(() => client.close(1001, 'browser session ended'));
+    const closeBoth = () => {
+      release();
+      if (client.readyState !== WebSocket.CLOSED) client.terminate();
+      if (upstream.readyState !== WebSocket.CLOSED) upstream.terminate();
+    };
+    client.on('message', (data: RawData, isBinary: boolean) => {
+      if (!isBinary && interceptBrowserClose(data as Buffer, client)) return;
+      if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary: isBinary });
+    });
+    upstream.on('message', (data: RawData, isBinary: boolean) => {
+      if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
+    });
+    client.on('close', closeBoth);
+    upstream.on('close', closeBoth);
+    client.on('error', closeBoth);
+    upstream.on('error', closeBoth);
+  }
+}
+
+/**
+ * A client's Browser.close must not end the session (Kernel semantics): answer it as Chromium
+ * would and drop only that client's connection. The substring test keeps JSON.parse off the hot path.
+ */
+function interceptBrowserClose(data: Buffer, client: WebSocket): boolean {
+  if (data.length > 512 || !data.includes('"Browser.close"')) return false;
+  let msg: { id?: number; method?: string; sessionId?: string };
+  try {
+    msg = JSON.parse(data.toString('utf8'));
+  } catch {
+    return false;
+  }
+  if (msg.method !== 'Browser.close') return false;
+  client.send(JSON.stringify({ id: msg.id, result: {}, ...(msg.sessionId ? { sessionId: msg.sessionId } : {}) }), () =>
+    client.close(1000, 'Browser.close ends this connection, not the session'),
+  );
+  return true;
+}
+
+function refuse(socket: Duplex, err: ApiError): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(err.toBody());
+  const reason = { 401: 'Unauthorized', 404: 'Not Found' }[err.status] ?? 'Bad Gateway';
+  socket.end(
+    `HTTP/1.1 ${err.status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `x-should-retry: false\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

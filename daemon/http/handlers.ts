@@ -1,0 +1,18 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { BodyOf, OperationId, ParamsOf, QueryOf, ResponseOf } from '../../src/api/routes.js';
+import type { OrgRecord } from '../store.js';
+
+export interface HandlerContext<K extends OperationId> {
+  params: ParamsOf<K>;
+  query: QueryOf<K>;
+  body: BodyOf<K>;
+  /** The caller's organization; present on every route whose auth is `key`. */
+  org: OrgRecord;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+/** A handler's types come from its route's schemas, so a field the schema lacks cannot be read. */
+export type Handler<K extends OperationId> = (ctx: HandlerContext<K>) => Promise<ResponseOf<K>> | ResponseOf<K>;
+export type Handlers = { [K in OperationId]: Handler<K> };
+export type HandlerGroup<K extends OperationId> = { [P in K]: Handler<P> };

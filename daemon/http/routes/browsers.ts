@@ -1,0 +1,18 @@
+import type { SessionManager } from '../../sessions/manager.js';
+import type { HandlerGroup } from '../handlers.js';
+
+export function browserHandlers(
+  sessions: SessionManager,
+): HandlerGroup<'createBrowser' | 'listBrowsers' | 'getBrowser' | 'updateBrowser' | 'deleteBrowser'> {
+  return {
+    createBrowser: ({ org, body }) => sessions.create(org, body),
+    listBrowsers: ({ org, query, reply }) => {
+      const page = sessions.list(org, query);
+      reply.header('x-has-more', String(page.hasMore)).header('x-next-offset', String(page.nextOffset));
+      return page.items;
+    },
+    getBrowser: ({ org, params, query }) => sessions.get(org, params.id, query.include_deleted),
+    updateBrowser: ({ org, params, body }) => sessions.update(org, params.id, body),
+    deleteBrowser: ({ org, params }) => sessions.delete(org, params.id),
+  };
+}

@@ -1,0 +1,18 @@
+import type { Auth } from '../../auth.js';
+import type { CdpGateway } from '../../cdp/gateway.js';
+import type { HandlerGroup } from '../handlers.js';
+
+export function systemHandlers(
+  auth: Auth,
+  gateway: CdpGateway,
+  publicUrl: () => string,
+): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey'> {
+  return {
+    health: () => ({ status: 'ok' as const }),
+    cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
+    adminCreateKey: async ({ body }) => {
+      const { org, key } = await auth.createKey(body.org);
+      return { org_id: org.id, org: org.name, key };
+    },
+  };
+}

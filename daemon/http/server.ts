@@ -1,0 +1,154 @@
+import swagger from '@fastify/swagger';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { TSchema } from 'typebox';
+import { routes, type OperationId, type RouteDef } from '../../src/api/routes.js';
+import { ErrorBodySchema } from '../../src/api/schemas.js';
+import { NotFoundError, UnauthorizedError } from '../../src/errors.js';
+import { VERSION } from '../../src/version.js';
+import type { Auth } from '../auth.js';
+import type { OrgRecord } from '../store.js';
+import { toErrorReply } from './errors.js';
+import type { Handlers } from './handlers.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    org: OrgRecord | null;
+  }
+  interface FastifyContextConfig {
+    auth?: RouteDef['auth'];
+  }
+}
+
+export interface ServerDeps {
+  auth: Auth;
+  handlers: Handlers;
+  log: (msg: string, extra?: object) => void;
+}
+
+/**
+ * Bodies are validated without type coercion (a string "60" for an integer is a 400); query
+ * strings and path parameters arrive as text, so they are coerced.
+ */
+function makeValidators() {
+  const base = { allErrors: true, strict: false, useDefaults: true, removeAdditional: false } as const;
+  const strictAjv = addFormats.default(new Ajv({ ...base, coerceTypes: false }));
+  const coercingAjv = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }));
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? strictAjv : coercingAjv).compile(schema);
+}
+
+function bearer(req: FastifyRequest): string | undefined {
+  const header = req.headers.authorization;
+  const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return m?.[1];
+}
+
+export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1024 * 1024,
+    forceCloseConnections: true,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+  });
+  app.setValidatorCompiler(makeValidators());
+  app.decorateRequest('org', null);
+
+  // An empty body with a JSON content type (some clients send it on DELETE) is no body, not an error.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
+    if (text === '' || text === undefined) return done(null, undefined);
+    try {
+      done(null, JSON.parse(text as string));
+    } catch (err) {
+      const e = err as Error & { statusCode?: number };
+      e.statusCode = 400;
+      done(e, undefined);
+    }
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'rbrowse',
+        version: VERSION,
+        description: 'Local, Kernel-compatible remote-browser service',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+        schemas: {},
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.addHook('onRequest', async (req) => {
+    const auth = req.routeOptions.config?.auth ?? 'key';
+    if (auth === 'none' || auth === 'session-jwt') return;
+    const token = bearer(req);
+    if (auth === 'admin') {
+      if (!token || !deps.auth.isAdminToken(token)) throw new UnauthorizedError('admin token required');
+      return;
+    }
+    const org = token ? deps.auth.orgForKey(token) : undefined;
+    if (!org) throw new UnauthorizedError();
+    req.org = org;
+  });
+
+  // A route with an all-optional body still validates when the client sends none.
+  app.addHook('preValidation', async (req) => {
+    if (req.body === undefined && req.routeOptions.schema?.body) req.body = {};
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const { status, body, retry } = toErrorReply(err);
+    if (status >= 500) deps.log('request failed', { method: req.method, url: req.url, error: String(err), stack: (err as Error).stack });
+    if (!retry) reply.header('x-should-retry', 'false');
+    void reply.code(status).type('application/json').send(body);
+  });
+  app.setNotFoundHandler(async (req) => {
+    throw new NotFoundError(`no route ${req.method} ${req.url.split('?')[0]}`);
+  });
+
+  for (const [op, route] of Object.entries(routes) as [OperationId, RouteDef][]) {
+    const handler = deps.handlers[op] as (ctx: object) => unknown;
+    const response: Record<string, TSchema | object> = {
+      [route.success.status]: route.success.body ?? { type: 'null', description: 'No Content' },
+      '4xx': ErrorBodySchema,
+      '5xx': ErrorBodySchema,
+    };
+    app.route({
+      method: route.method,
+      url: route.url,
+      config: { auth: route.auth },
+      schema: {
+        operationId: op,
+        summary: route.summary,
+        tags: [route.tag],
+        ...(route.hidden ? { hide: true } : {}),
+        ...(route.auth === 'none' || route.auth === 'session-jwt' ? { security: [] } : {}),
+        ...(route.params ? { params: route.params } : {}),
+        ...(route.querystring ? { querystring: route.querystring } : {}),
+        ...(route.body ? { body: route.body } : {}),
+        response,
+      },
+      handler: async (request, reply) => {
+        const result = await handler({
+          params: request.params,
+          query: request.query,
+          body: request.body,
+          org: request.org,
+          request,
+          reply,
+        });
+        reply.code(route.success.status);
+        return route.success.body ? result : reply.send();
+      },
+    });
+  }
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}

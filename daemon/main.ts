@@ -1,0 +1,87 @@
+import { mkdirSync } from 'node:fs';
+import { open, readFile, rm, writeFile } from 'node:fs/promises';
+import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } from '../src/config.js';
+import { VERSION } from '../src/version.js';
+import { createDaemon } from './app.js';
+import { isAlive } from './browser/procs.js';
+import { resolveChromium } from '../src/system-deps.js';
+
+export interface RunOptions {
+  host?: string;
+  port?: number;
+}
+
+/** One JSON line per event on stderr: the foreground log, or logs/daemon.log when started in the background. */
+export function log(msg: string, extra?: object): void {
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), msg, ...extra })}\n`);
+}
+
+/** One daemon per home: the lock file names the holder, and a stale lock (dead pid) is taken over. */
+async function takeLock(lockFile: string): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fh = await open(lockFile, 'wx', 0o600);
+      await fh.writeFile(String(process.pid));
+      await fh.close();
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number((await readFile(lockFile, 'utf8').catch(() => '')).trim());
+      if (holder && holder !== process.pid && isAlive(holder)) {
+        throw new Error(`another rbrowse daemon (pid ${holder}) is running for this RBROWSE_HOME`);
+      }
+      await rm(lockFile, { force: true });
+    }
+  }
+  throw new Error('could not take the daemon lock');
+}
+
+export async function runDaemon(opts: RunOptions = {}): Promise<void> {
+  const home = resolveHome();
+  const paths = homePaths(home);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  await takeLock(paths.lockFile);
+  const host = opts.host ?? DEFAULT_HOST;
+  const port = opts.port ?? defaultPort();
+  let daemon: Awaited<ReturnType<typeof createDaemon>>;
+  try {
+    daemon = await createDaemon({ home, host, port, chromiumPath: resolveChromium(), log });
+    await daemon.listen();
+  } catch (err) {
+    await rm(paths.lockFile, { force: true });
+    throw err;
+  }
+  const info: DaemonInfo = {
+    pid: process.pid,
+    host,
+    port: Number(new URL(daemon.baseUrl).port),
+    base_url: daemon.baseUrl,
+    started_at: new Date().toISOString(),
+    version: VERSION,
+  };
+  await writeFile(paths.daemonFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+  log('daemon listening', { base_url: daemon.baseUrl, home, pid: process.pid });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log('daemon stopping', { signal });
+    try {
+      await daemon.close();
+    } finally {
+      await rm(paths.daemonFile, { force: true });
+      await rm(paths.lockFile, { force: true });
+      log('daemon stopped');
+      process.exit(0);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGHUP', () => void stop('SIGHUP'));
+  process.on('uncaughtException', (err) => {
+    // A bug in one request must not take every session down with it.
+    log('uncaught exception', { error: String(err), stack: err.stack });
+  });
+  process.on('unhandledRejection', (err) => log('unhandled rejection', { error: String(err) }));
+}

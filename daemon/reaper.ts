@@ -1,0 +1,37 @@
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { killMarked } from './browser/procs.js';
+import type { Store } from './store.js';
+
+/**
+ * Run once at start, before anything is launched: nothing of this home can legitimately be
+ * running yet, so every marked process is a leftover of a crashed daemon. Its sessions end.
+ */
+export async function reapLeftovers(opts: {
+  home: string;
+  sessionsDir: string;
+  store: Store;
+  log: (msg: string, extra?: object) => void;
+}): Promise<void> {
+  const killed = await killMarked(opts.home);
+  const orphaned = opts.store.data.sessions.filter((s) => !s.deleted_at);
+  if (orphaned.length) {
+    const now = new Date().toISOString();
+    await opts.store.update(() => {
+      for (const s of orphaned) {
+        s.deleted_at = now;
+        s.end_reason = 'daemon_restart';
+        delete s.runtime;
+      }
+    });
+  }
+  const dirs = await readdir(opts.sessionsDir).catch(() => [] as string[]);
+  await Promise.all(dirs.map((d) => rm(join(opts.sessionsDir, d), { recursive: true, force: true })));
+  if (killed.length || orphaned.length || dirs.length) {
+    opts.log('reaped leftovers of a previous daemon', {
+      processes: killed.length,
+      sessions: orphaned.length,
+      directories: dirs.length,
+    });
+  }
+}

@@ -1,0 +1,135 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { launchChromium, type ChromiumProcess } from '../browser/chromium.js';
+import { killMarked, markedEnv } from '../browser/procs.js';
+import type { Display, DisplayAllocator } from '../browser/xvfb.js';
+import type { SessionRecord } from '../store.js';
+
+export interface RuntimeDeps {
+  home: string;
+  sessionsDir: string;
+  chromiumPath: string;
+  displays: DisplayAllocator;
+  noSandbox: boolean;
+}
+
+/** Per-session directories; everything a browser writes stays below `root` and goes with it. */
+export function sessionDirs(sessionsDir: string, id: string) {
+  const root = join(sessionsDir, id);
+  const home = join(root, 'home');
+  return {
+    root,
+    userData: join(root, 'user-data'),
+    home,
+    config: join(home, '.config'),
+    cache: join(home, '.cache'),
+    data: join(home, '.local', 'share'),
+    tmp: join(root, 'tmp'),
+    run: join(root, 'run'),
+  };
+}
+
+/**
+ * A running session: owns its Chromium, its Xvfb (when headful) and its directories, and is the
+ * only thing that stops them. Activity holds (CDP clients, viewers) keep the inactivity timer off.
+ */
+export class LiveSession {
+  private holds = 0;
+  private lastActivity = Date.now();
+  private stopping?: Promise<void>;
+  private readonly closers = new Set<() => void>();
+
+  private constructor(
+    readonly record: SessionRecord,
+    readonly chromium: ChromiumProcess,
+    readonly display: Display | undefined,
+    private readonly deps: RuntimeDeps,
+  ) {}
+
+  static async start(record: SessionRecord, deps: RuntimeDeps): Promise<LiveSession> {
+    const dirs = sessionDirs(deps.sessionsDir, record.id);
+    await Promise.all(
+      [dirs.userData, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
+        mkdir(d, { recursive: true, mode: 0o700 }),
+      ),
+    );
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      LANG: process.env.LANG ?? 'C.UTF-8',
+      ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
+      HOME: dirs.home,
+      XDG_CONFIG_HOME: dirs.config,
+      XDG_CACHE_HOME: dirs.cache,
+      XDG_DATA_HOME: dirs.data,
+      XDG_RUNTIME_DIR: dirs.run,
+      TMPDIR: dirs.tmp,
+      ...markedEnv(deps.home, record.id),
+    };
+    let display: Display | undefined;
+    try {
+      if (!record.headless) {
+        display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env });
+      }
+      const chromium = await launchChromium({
+        executable: deps.chromiumPath,
+        userDataDir: dirs.userData,
+        env: display ? { ...env, DISPLAY: `:${display.number}` } : env,
+        headless: record.headless,
+        width: record.viewport.width,
+        height: record.viewport.height,
+        kiosk: record.kiosk_mode,
+        startUrl: record.start_url,
+        noSandbox: deps.noSandbox,
+      });
+      return new LiveSession(record, chromium, display, deps);
+    } catch (err) {
+      await display?.stop();
+      await killMarked(deps.home, record.id);
+      await rm(dirs.root, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  get isStopping(): boolean {
+    return this.stopping !== undefined;
+  }
+
+  /** Marks a client as connected; call the returned function when it leaves. */
+  hold(onStop?: () => void): () => void {
+    this.holds++;
+    if (onStop) this.closers.add(onStop);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.holds--;
+      this.lastActivity = Date.now();
+      if (onStop) this.closers.delete(onStop);
+    };
+  }
+
+  /** Milliseconds without any client, or 0 while one is connected. */
+  idleFor(now = Date.now()): number {
+    return this.holds > 0 ? 0 : now - this.lastActivity;
+  }
+
+  get connectedClients(): number {
+    return this.holds;
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      for (const close of [...this.closers]) close();
+      await this.chromium.close();
+      await this.display?.stop();
+      // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
+      await killMarked(this.deps.home, this.id);
+      await rm(sessionDirs(this.deps.sessionsDir, this.id).root, { recursive: true, force: true });
+    })();
+    return this.stopping;
+  }
+}

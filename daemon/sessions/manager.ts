@@ -1,0 +1,225 @@
+import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, UpdateBrowserBody } from '../../src/api/schemas.js';
+import { BadRequestError, ConflictError, InternalError, NotFoundError } from '../../src/errors.js';
+import { newId } from '../../src/ids.js';
+import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
+import type { OrgRecord, SessionRecord, Store } from '../store.js';
+import type { SessionTokens } from '../tokens.js';
+import { LiveSession, type RuntimeDeps } from './live-session.js';
+
+export const DEFAULT_TIMEOUT_SECONDS = 60;
+/** The spec's inactivity check period. */
+export const INACTIVITY_CHECK_MS = 5000;
+
+export interface SessionManagerDeps {
+  store: Store;
+  tokens: SessionTokens;
+  runtime: RuntimeDeps;
+  /** Origin clients reach the daemon at, e.g. http://127.0.0.1:7331. */
+  publicUrl: () => string;
+  log: (msg: string, extra?: object) => void;
+}
+
+export interface ListPage {
+  items: BrowserSession[];
+  hasMore: boolean;
+  nextOffset: number;
+}
+
+/** Creates, finds, ends and times out sessions; the only owner of LiveSession objects. */
+export class SessionManager {
+  private readonly live = new Map<string, LiveSession>();
+  /** Names claimed by creates still launching, so two concurrent creates cannot both take one. */
+  private readonly pendingNames = new Set<string>();
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly deps: SessionManagerDeps) {}
+
+  startInactivityChecks(): void {
+    this.timer = setInterval(() => void this.endIdleSessions(), INACTIVITY_CHECK_MS);
+    this.timer.unref();
+  }
+
+  async create(org: OrgRecord, body: CreateBrowserBody): Promise<BrowserSession> {
+    const viewport = resolveViewport(body.viewport);
+    if (!viewport) {
+      throw BadRequestError.field('viewport', `unsupported viewport; supported: ${SUPPORTED_VIEWPORTS_TEXT}`);
+    }
+    if (body.name !== undefined) this.assertNameFree(org, body.name);
+    const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
+    if (nameKey) this.pendingNames.add(nameKey);
+    try {
+      return await this.launch(org, body, viewport);
+    } finally {
+      if (nameKey) this.pendingNames.delete(nameKey);
+    }
+  }
+
+  private async launch(org: OrgRecord, body: CreateBrowserBody, viewport: Viewport): Promise<BrowserSession> {
+    // These resources have no endpoints yet, so no reference to one can exist.
+    if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
+    if (body.invocation_id) throw new NotFoundError(`invocation ${body.invocation_id} not found`);
+    if (body.profile) {
+      if (!body.profile.id && !body.profile.name) throw BadRequestError.field('profile', 'provide id or name');
+      throw new NotFoundError(`profile ${body.profile.id ?? body.profile.name} not found`);
+    }
+    for (const [i, ext] of (body.extensions ?? []).entries()) {
+      if (!ext.id && !ext.name) throw BadRequestError.field(`extensions.${i}`, 'provide id or name');
+      throw new NotFoundError(`extension ${ext.id ?? ext.name} not found`);
+    }
+
+    const id = newId();
+    const record: SessionRecord = {
+      id,
+      org_id: org.id,
+      created_at: new Date().toISOString(),
+      headless: body.headless ?? false,
+      stealth: body.stealth ?? false,
+      kiosk_mode: body.kiosk_mode ?? false,
+      timeout_seconds: body.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
+      viewport,
+      jwt: await this.deps.tokens.sign(id, org.id),
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(body.tags ? { tags: body.tags } : {}),
+      ...(body.start_url ? { start_url: body.start_url } : {}),
+      ...(body.persistence ? { persistence: body.persistence } : {}),
+    };
+    let session: LiveSession;
+    try {
+      session = await LiveSession.start(record, this.deps.runtime);
+    } catch (err) {
+      this.deps.log('session start failed', { session: id, error: (err as Error).message });
+      throw new InternalError('the browser could not be started', {
+        code: 'browser_start_failed',
+        message: (err as Error).message.slice(0, 2000),
+      });
+    }
+    record.runtime = { chromium_pid: session.chromium.pid, xvfb_pid: session.display?.pid, display: session.display?.number };
+    this.live.set(id, session);
+    void session.chromium.exited.then(() => {
+      if (!session.isStopping) void this.end(id, 'browser_exited');
+    });
+    await this.deps.store.update((s) => void s.sessions.push(record));
+    return this.view(record);
+  }
+
+  get(org: OrgRecord, idOrName: string, includeDeleted = false): BrowserSession {
+    return this.view(this.find(org, idOrName, includeDeleted));
+  }
+
+  list(org: OrgRecord, q: ListBrowsersQuery): ListPage {
+    const status = q.include_deleted ? 'all' : (q.status ?? 'active');
+    const offset = q.offset ?? 0;
+    const limit = q.limit ?? 20;
+    const matches = this.deps.store.data.sessions.filter(
+      (s) =>
+        s.org_id === org.id &&
+        (status === 'all' || (status === 'active') === !s.deleted_at) &&
+        (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)),
+    );
+    // Newest first, as an operator looking for the session they just made expects.
+    matches.reverse();
+    const items = matches.slice(offset, offset + limit).map((r) => this.view(r));
+    const hasMore = offset + limit < matches.length;
+    return { items, hasMore, nextOffset: hasMore ? offset + limit : 0 };
+  }
+
+  async update(org: OrgRecord, idOrName: string, body: UpdateBrowserBody): Promise<BrowserSession> {
+    const record = this.find(org, idOrName, false);
+    // proxy_id: omitted or null leaves it unchanged, "" removes it; proxies cannot exist yet.
+    if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
+    if (typeof body.name === 'string' && body.name !== record.name) this.assertNameFree(org, body.name);
+    await this.deps.store.update(() => {
+      if (body.proxy_id === '') delete record.proxy_id;
+      if (body.name === null) delete record.name;
+      else if (body.name !== undefined) record.name = body.name;
+      if (body.tags === null) delete record.tags;
+      else if (body.tags !== undefined) record.tags = body.tags;
+    });
+    return this.view(record);
+  }
+
+  async delete(org: OrgRecord, idOrName: string): Promise<void> {
+    const record = this.find(org, idOrName, false);
+    await this.end(record.id, 'deleted');
+  }
+
+  /** The live session for a CDP or live-view connection, if it still runs. */
+  liveSession(id: string): LiveSession | undefined {
+    const s = this.live.get(id);
+    return s && !s.isStopping ? s : undefined;
+  }
+
+  /** Ends every live session (daemon stop); each is soft-deleted with the given reason. */
+  async endAll(reason: string): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.all([...this.live.keys()].map((id) => this.end(id, reason)));
+  }
+
+  /** Stops the processes, then records the end. Idempotent; concurrent callers share one stop. */
+  async end(id: string, reason: string): Promise<void> {
+    const session = this.live.get(id);
+    const record = this.deps.store.data.sessions.find((s) => s.id === id);
+    if (record && !record.deleted_at) {
+      await this.deps.store.update(() => {
+        record.deleted_at = new Date().toISOString();
+        record.end_reason = reason;
+        delete record.runtime;
+      });
+      this.deps.log('session ended', { session: id, reason });
+    }
+    if (session) {
+      await session.stop();
+      this.live.delete(id);
+    }
+  }
+
+  private async endIdleSessions(): Promise<void> {
+    const now = Date.now();
+    for (const session of this.live.values()) {
+      if (!session.isStopping && session.idleFor(now) >= session.record.timeout_seconds * 1000) {
+        await this.end(session.id, 'timeout').catch((err) => this.deps.log('timeout end failed', { error: String(err) }));
+      }
+    }
+  }
+
+  private find(org: OrgRecord, idOrName: string, includeDeleted: boolean): SessionRecord {
+    const mine = this.deps.store.data.sessions.filter((s) => s.org_id === org.id && (includeDeleted || !s.deleted_at));
+    // A live session wins over deleted ones of the same name.
+    const record =
+      mine.find((s) => s.id === idOrName) ??
+      mine.find((s) => s.name === idOrName && !s.deleted_at) ??
+      mine.findLast((s) => s.name === idOrName);
+    if (!record) throw new NotFoundError(`browser session ${idOrName} not found`);
+    return record;
+  }
+
+  private assertNameFree(org: OrgRecord, name: string): void {
+    const taken =
+      this.pendingNames.has(`${org.id}/${name}`) ||
+      this.deps.store.data.sessions.some((s) => s.org_id === org.id && !s.deleted_at && s.name === name);
+    if (taken) {
+      throw new ConflictError(`an active browser session named ${name} already exists`);
+    }
+  }
+
+  private view(r: SessionRecord): BrowserSession {
+    const ws = this.deps.publicUrl().replace(/^http/, 'ws');
+    return {
+      session_id: r.id,
+      created_at: r.created_at,
+      cdp_ws_url: `${ws}/browser/cdp?jwt=${r.jwt}`,
+      headless: r.headless,
+      stealth: r.stealth,
+      timeout_seconds: r.timeout_seconds,
+      kiosk_mode: r.kiosk_mode,
+      viewport: r.viewport,
+      ...(r.persistence ? { persistence: r.persistence } : {}),
+      ...(r.proxy_id ? { proxy_id: r.proxy_id } : {}),
+      ...(r.deleted_at ? { deleted_at: r.deleted_at } : {}),
+      ...(r.name !== undefined ? { name: r.name } : {}),
+      ...(r.tags ? { tags: r.tags } : {}),
+      ...(r.start_url ? { start_url: r.start_url } : {}),
+      ...(r.invocation_id ? { invocation_id: r.invocation_id } : {}),
+    };
+  }
+}

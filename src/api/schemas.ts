@@ -1,0 +1,158 @@
+import { Type, type Static } from 'typebox';
+
+/** Bodies refuse unknown fields: a typo such as `timout_seconds` must be a 400, not silently dropped. */
+const strict = { additionalProperties: false } as const;
+
+export const ErrorDetailSchema = Type.Object({ code: Type.String(), message: Type.String() });
+export const ErrorBodySchema = Type.Object(
+  {
+    code: Type.String({ description: 'Top-level error code, such as bad_request' }),
+    message: Type.String(),
+    details: Type.Optional(Type.Array(ErrorDetailSchema)),
+    inner_error: Type.Optional(ErrorDetailSchema),
+  },
+  { description: 'The error body of every error response' },
+);
+
+export const HealthSchema = Type.Object({ status: Type.Literal('ok') });
+
+export const ViewportSchema = Type.Object(
+  {
+    width: Type.Integer({ minimum: 1, description: 'Window width in pixels' }),
+    height: Type.Integer({ minimum: 1, description: 'Window height in pixels' }),
+    refresh_rate: Type.Optional(Type.Integer({ minimum: 1, description: 'Refresh rate; derived when omitted' })),
+  },
+  strict,
+);
+
+export const ProfileSelectionSchema = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1 })),
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    save_changes: Type.Optional(Type.Boolean()),
+  },
+  strict,
+);
+
+export const ExtensionSelectionSchema = Type.Object(
+  { id: Type.Optional(Type.String({ minLength: 1 })), name: Type.Optional(Type.String({ minLength: 1 })) },
+  strict,
+);
+
+export const PersistenceSchema = Type.Object({ id: Type.String({ minLength: 1 }) }, strict);
+
+export const TagsSchema = Type.Record(Type.String({ maxLength: 128 }), Type.String({ maxLength: 256 }), {
+  maxProperties: 50,
+});
+
+export const SessionNameSchema = Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\u0000-\\u001f/]+$' });
+
+export const TimeoutSecondsSchema = Type.Integer({
+  minimum: 10,
+  maximum: 259200,
+  description: 'Seconds of inactivity before the session ends (10 to 259200)',
+});
+
+export const CreateBrowserSchema = Type.Object(
+  {
+    invocation_id: Type.Optional(Type.String({ minLength: 1 })),
+    persistence: Type.Optional(PersistenceSchema),
+    stealth: Type.Optional(Type.Boolean()),
+    headless: Type.Optional(Type.Boolean()),
+    timeout_seconds: Type.Optional(TimeoutSecondsSchema),
+    profile: Type.Optional(ProfileSelectionSchema),
+    extensions: Type.Optional(Type.Array(ExtensionSelectionSchema, { maxItems: 20 })),
+    proxy_id: Type.Optional(Type.String()),
+    viewport: Type.Optional(ViewportSchema),
+    kiosk_mode: Type.Optional(Type.Boolean()),
+    name: Type.Optional(SessionNameSchema),
+    tags: Type.Optional(TagsSchema),
+    start_url: Type.Optional(Type.String({ format: 'uri', maxLength: 8192 })),
+  },
+  strict,
+);
+export type CreateBrowserBody = Static<typeof CreateBrowserSchema>;
+
+export const UpdateBrowserSchema = Type.Object(
+  {
+    proxy_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    name: Type.Optional(Type.Union([SessionNameSchema, Type.Null()])),
+    tags: Type.Optional(Type.Union([TagsSchema, Type.Null()])),
+  },
+  strict,
+);
+export type UpdateBrowserBody = Static<typeof UpdateBrowserSchema>;
+
+export const ProfileMetadataSchema = Type.Object({
+  id: Type.String(),
+  name: Type.Optional(Type.String()),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.Optional(Type.String({ format: 'date-time' })),
+  last_used_at: Type.Optional(Type.String({ format: 'date-time' })),
+});
+
+export const BrowserSessionSchema = Type.Object(
+  {
+    session_id: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+    cdp_ws_url: Type.String({ description: 'Chrome DevTools Protocol websocket; carries a jwt query parameter' }),
+    headless: Type.Boolean(),
+    stealth: Type.Boolean(),
+    timeout_seconds: Type.Integer(),
+    browser_live_view_url: Type.Optional(Type.String()),
+    persistence: Type.Optional(Type.Object({ id: Type.String() })),
+    profile: Type.Optional(ProfileMetadataSchema),
+    proxy_id: Type.Optional(Type.String()),
+    viewport: Type.Optional(
+      Type.Object({ width: Type.Integer(), height: Type.Integer(), refresh_rate: Type.Optional(Type.Integer()) }),
+    ),
+    kiosk_mode: Type.Optional(Type.Boolean()),
+    deleted_at: Type.Optional(Type.String({ format: 'date-time' })),
+    name: Type.Optional(Type.String()),
+    tags: Type.Optional(TagsSchema),
+    start_url: Type.Optional(Type.String()),
+    invocation_id: Type.Optional(Type.String()),
+  },
+  { description: 'A browser session' },
+);
+export type BrowserSession = Static<typeof BrowserSessionSchema>;
+
+export const IdParamsSchema = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
+
+export const GetBrowserQuerySchema = Type.Object({
+  include_deleted: Type.Optional(Type.Boolean({ default: false })),
+});
+
+export const PaginationQuery = {
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+};
+
+export const ListBrowsersQuerySchema = Type.Object({
+  ...PaginationQuery,
+  status: Type.Optional(
+    Type.Union([Type.Literal('active'), Type.Literal('deleted'), Type.Literal('all')], { default: 'active' }),
+  ),
+  include_deleted: Type.Optional(Type.Boolean({ description: 'Deprecated: same as status=all' })),
+  query: Type.Optional(Type.String({ description: 'Matches the session id or name (substring)' })),
+});
+export type ListBrowsersQuery = Static<typeof ListBrowsersQuerySchema>;
+
+export const CreateKeySchema = Type.Object(
+  { org: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }) },
+  strict,
+);
+export const CreatedKeySchema = Type.Object({ org_id: Type.String(), org: Type.String(), key: Type.String() });
+
+export const CdpVersionSchema = Type.Object(
+  {
+    Browser: Type.String(),
+    'Protocol-Version': Type.String(),
+    'User-Agent': Type.String(),
+    'V8-Version': Type.String(),
+    'WebKit-Version': Type.String(),
+    webSocketDebuggerUrl: Type.String(),
+  },
+  { additionalProperties: true },
+);
+export const JwtQuerySchema = Type.Object({ jwt: Type.Optional(Type.String()) });

@@ -1,0 +1,76 @@
+import { accessSync, constants, existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+/** What the daemon needs from the system, and the Debian package that provides each. */
+export interface SystemDep {
+  name: string;
+  why: string;
+  apt: string;
+  /** Found path, or null when missing. */
+  find: () => string | null;
+}
+
+export function which(bin: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  for (const dir of (env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
+    const full = join(dir, bin);
+    try {
+      accessSync(full, constants.X_OK);
+      return full;
+    } catch {
+      // not in this directory
+    }
+  }
+  return null;
+}
+
+const CHROMIUM_CANDIDATES = ['/usr/lib/chromium/chromium', '/usr/lib/chromium-browser/chromium-browser'];
+
+/**
+ * Debian's /usr/bin/chromium is a wrapper script that adds flags of its own; the real binary sits
+ * in /usr/lib/chromium. RBROWSE_CHROMIUM overrides.
+ */
+export function findChromium(env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env.RBROWSE_CHROMIUM) return existsSync(env.RBROWSE_CHROMIUM) ? env.RBROWSE_CHROMIUM : null;
+  return CHROMIUM_CANDIDATES.find((p) => existsSync(p)) ?? which('chromium', env) ?? null;
+}
+
+export function resolveChromium(): string {
+  const found = findChromium();
+  if (!found) throw new Error('Chromium not found: run `rbrowse doctor` (apt-get install -y chromium)');
+  return found;
+}
+
+const fontDir = (dir: string) => () => (existsSync(dir) ? dir : null);
+
+export const SYSTEM_DEPS: SystemDep[] = [
+  { name: 'chromium', why: 'the browser of every session', apt: 'chromium', find: () => findChromium() },
+  { name: 'Xvfb', why: 'a display per headful session', apt: 'xvfb', find: () => which('Xvfb') },
+  { name: 'x11vnc', why: 'live view of headful sessions', apt: 'x11vnc', find: () => which('x11vnc') },
+  { name: 'xdotool', why: 'mouse and keyboard input', apt: 'xdotool', find: () => which('xdotool') },
+  { name: 'bwrap', why: 'per-session filesystem isolation', apt: 'bubblewrap', find: () => which('bwrap') },
+  {
+    name: 'fonts',
+    why: 'legible pages (Liberation fonts)',
+    apt: 'fonts-liberation',
+    find: fontDir('/usr/share/fonts/truetype/liberation'),
+  },
+  {
+    name: 'emoji font',
+    why: 'emoji on pages',
+    apt: 'fonts-noto-color-emoji',
+    find: fontDir('/usr/share/fonts/truetype/noto'),
+  },
+];
+
+export interface DepStatus {
+  dep: SystemDep;
+  path: string | null;
+}
+
+export const checkSystemDeps = (): DepStatus[] => SYSTEM_DEPS.map((dep) => ({ dep, path: dep.find() }));
+
+export function installCommand(missing: SystemDep[]): string {
+  const pkgs = [...new Set(missing.map((d) => d.apt))].join(' ');
+  const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
+  return `${sudo}apt-get update && ${sudo}apt-get install -y --no-install-recommends ${pkgs}`;
+}
