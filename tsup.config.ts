@@ -6,7 +6,8 @@ export default defineConfig({
   platform: 'node',
   target: 'node24',
   outDir: 'dist',
-  clean: true,
+  // Not cleaned: a rebuild while a daemon or test runs must not pull files from under it.
+  clean: false,
   sourcemap: true,
   splitting: true,
 });

@@ -72,5 +72,5 @@ export const checkSystemDeps = (): DepStatus[] => SYSTEM_DEPS.map((dep) => ({ de
 export function installCommand(missing: SystemDep[]): string {
   const pkgs = [...new Set(missing.map((d) => d.apt))].join(' ');
   const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
-  return `${sudo}apt-get update && ${sudo}apt-get install -y --no-install-recommends ${pkgs}`;
+  return `${sudo}apt-get update && ${sudo}apt-get install -y ${pkgs}`;
 }

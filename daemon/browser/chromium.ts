@@ -39,7 +39,8 @@ export function chromiumArgs(o: ChromiumOptions): string[] {
     `--window-size=${o.width},${o.height}`,
     '--window-position=0,0',
     ...(o.noSandbox ? ['--no-sandbox'] : []),
-    ...(o.headless ? ['--headless'] : ['--ozone-platform=x11']),
+    // Headless Chromium otherwise reports an 800x600 screen whatever the window size.
+    ...(o.headless ? ['--headless', `--screen-info={${o.width}x${o.height}}`] : ['--ozone-platform=x11']),
     ...(o.kiosk ? ['--kiosk'] : []),
     o.startUrl ?? 'about:blank',
   ];

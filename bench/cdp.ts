@@ -1,0 +1,109 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import WebSocket, { type RawData } from 'ws';
+import { findMarkedProcesses } from '../daemon/browser/procs.js';
+
+interface Pending {
+  resolve: (result: unknown) => void;
+  reject: (err: Error) => void;
+}
+
+interface CdpMessage {
+  id?: number;
+  result?: unknown;
+  error?: { message: string };
+}
+
+/**
+ * A bare CDP client over one websocket: no library in between, so a round trip measures the
+ * websocket path (and the gateway, when it is in it) rather than a client's bookkeeping.
+ */
+export class CdpClient {
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+
+  private constructor(private readonly ws: WebSocket) {
+    ws.on('message', (data: RawData) => this.onMessage(data));
+    ws.on('close', () => this.failAll(new Error('CDP websocket closed')));
+  }
+
+  static async connect(url: string): Promise<CdpClient> {
+    const ws = new WebSocket(url, { perMessageDeflate: false });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return new CdpClient(ws);
+  }
+
+  send<T = unknown>(method: string, params: object = {}, sessionId?: string): Promise<T> {
+    const id = this.nextId++;
+    const done = new Promise<T>((resolve, reject) =>
+      this.pending.set(id, { resolve: resolve as (r: unknown) => void, reject }),
+    );
+    this.ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
+    return done;
+  }
+
+  /** Attaches (flattened) to the first page target and returns the CDP sessionId for it. */
+  async attachToPage(): Promise<string> {
+    const { targetInfos } = await this.send<{ targetInfos: { targetId: string; type: string }[] }>('Target.getTargets');
+    const page = targetInfos.find((t) => t.type === 'page');
+    if (!page) throw new Error('the browser has no page target');
+    const { sessionId } = await this.send<{ sessionId: string }>('Target.attachToTarget', {
+      targetId: page.targetId,
+      flatten: true,
+    });
+    return sessionId;
+  }
+
+  /** `count` sequential Runtime.evaluate("1+1") calls; each sample is one call in milliseconds. */
+  async timeEvaluate(sessionId: string, count: number): Promise<number[]> {
+    const samples: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const start = performance.now();
+      const res = await this.send<{ result: { value?: unknown } }>('Runtime.evaluate', { expression: '1+1' }, sessionId);
+      samples.push(performance.now() - start);
+      if (res.result.value !== 2) throw new Error(`Runtime.evaluate returned ${JSON.stringify(res.result)}`);
+    }
+    return samples;
+  }
+
+  close(): void {
+    this.ws.terminate();
+  }
+
+  private onMessage(data: RawData): void {
+    const msg = JSON.parse(data.toString()) as CdpMessage;
+    // Events (no id) are not waited for.
+    if (msg.id === undefined) return;
+    const waiter = this.pending.get(msg.id);
+    if (!waiter) return;
+    this.pending.delete(msg.id);
+    if (msg.error) waiter.reject(new Error(`CDP error: ${msg.error.message}`));
+    else waiter.resolve(msg.result);
+  }
+
+  private failAll(err: Error): void {
+    for (const waiter of this.pending.values()) waiter.reject(err);
+    this.pending.clear();
+  }
+}
+
+/**
+ * The DevTools websocket of a session's own Chromium, which the API deliberately never reveals:
+ * the browser process is found by the daemon's environment markers, its profile by its command
+ * line, and the endpoint by the DevToolsActivePort file Chromium writes there.
+ */
+export async function directWsUrl(home: string, sessionId: string): Promise<string> {
+  for (const pid of await findMarkedProcesses(home, sessionId)) {
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const userData = args.find((a) => a.startsWith('--user-data-dir='))?.slice('--user-data-dir='.length);
+    // Renderers and other helpers carry --type=; the browser process does not.
+    if (!userData || args.some((a) => a.startsWith('--type='))) continue;
+    const [port, path] = (await readFile(join(userData, 'DevToolsActivePort'), 'utf8')).trim().split('\n');
+    if (port && path) return `ws://127.0.0.1:${port}${path}`;
+  }
+  throw new Error(`no DevTools endpoint found for session ${sessionId}`);
+}

@@ -1,0 +1,90 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchChromium, type ChromiumProcess } from '../daemon/browser/chromium.js';
+import { killMarked, markedEnv } from '../daemon/browser/procs.js';
+import { sessionDirs } from '../daemon/sessions/live-session.js';
+
+/** A prepared, not yet started, raw Chromium: its directories and environment exist already. */
+export interface RawProfile {
+  root: string;
+  userData: string;
+  env: Record<string, string>;
+  chromium?: ChromiumProcess;
+}
+
+/**
+ * Raw Chromium, started the way a headless session's is (same flags, same directory layout and
+ * environment) but without the daemon, as the baseline every ratio is taken against. Every profile
+ * lives below one temporary directory, whose path also marks the processes' environment so that
+ * disposeAll() can find anything that escaped its process group.
+ */
+export class RawChromiums {
+  private readonly open = new Set<RawProfile>();
+  private count = 0;
+
+  private constructor(
+    readonly base: string,
+    private readonly executable: string,
+  ) {}
+
+  static async create(executable: string): Promise<RawChromiums> {
+    return new RawChromiums(await mkdtemp(join(tmpdir(), 'rbrowse-bench-raw-')), executable);
+  }
+
+  /** Directories and environment, set up outside any timed part (the daemon's mkdirs are inside its). */
+  async prepare(): Promise<RawProfile> {
+    const dirs = sessionDirs(this.base, `raw-${++this.count}`);
+    await Promise.all(
+      [dirs.userData, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
+        mkdir(d, { recursive: true, mode: 0o700 }),
+      ),
+    );
+    // The same variables a session gets, so both sides pay the same first-run costs (fontconfig
+    // cache, profile creation) and the ratio shows what the daemon adds, not a warmer $HOME.
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      LANG: process.env.LANG ?? 'C.UTF-8',
+      ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
+      HOME: dirs.home,
+      XDG_CONFIG_HOME: dirs.config,
+      XDG_CACHE_HOME: dirs.cache,
+      XDG_DATA_HOME: dirs.data,
+      XDG_RUNTIME_DIR: dirs.run,
+      TMPDIR: dirs.tmp,
+      ...markedEnv(this.base, `raw-${this.count}`),
+    };
+    const profile: RawProfile = { root: dirs.root, userData: dirs.userData, env };
+    this.open.add(profile);
+    return profile;
+  }
+
+  /** Spawn until "DevTools listening": the part of a create that is Chromium's own. */
+  async launch(profile: RawProfile): Promise<ChromiumProcess> {
+    profile.chromium = await launchChromium({
+      executable: this.executable,
+      userDataDir: profile.userData,
+      env: profile.env,
+      headless: true,
+      width: 1920,
+      height: 1080,
+      noSandbox: process.getuid?.() === 0,
+    });
+    return profile.chromium;
+  }
+
+  /** What a DELETE does to a session: close the browser, then remove its directories. */
+  async dispose(profile: RawProfile): Promise<void> {
+    await profile.chromium?.close();
+    await rm(profile.root, { recursive: true, force: true });
+    this.open.delete(profile);
+  }
+
+  /** Closes whatever is still open; returns pids that had to be killed after their browser closed. */
+  async disposeAll(): Promise<number[]> {
+    await Promise.all([...this.open].map((p) => this.dispose(p)));
+    const strays = await killMarked(this.base);
+    await rm(this.base, { recursive: true, force: true });
+    return strays;
+  }
+}

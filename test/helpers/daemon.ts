@@ -1,0 +1,103 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type Result } from 'execa';
+import { findMarkedProcesses } from '../../daemon/browser/procs.js';
+
+export const ROOT = new URL('../../', import.meta.url).pathname;
+export const CLI = join(ROOT, 'bin', 'rbrowse');
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface TestDaemon {
+  home: string;
+  baseUrl: string;
+  apiKey: string;
+  env: Record<string, string>;
+  /** Runs the CLI binary as a user would; never throws on a non-zero exit. */
+  cli(args: string[], opts?: { env?: Record<string, string> }): Promise<Result>;
+  /** One HTTP call with the default org's key (or `key`, or none when key is null). */
+  api<T = any>(method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse<T>>;
+  stop(): Promise<void>;
+}
+
+/** The environment of a CLI started for a test: its own home, a free port, no Kernel settings leaking in. */
+export function cleanEnv(home: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !k.startsWith('KERNEL_') && !k.startsWith('RBROWSE_')) env[k] = v;
+  }
+  return { ...env, RBROWSE_HOME: home, RBROWSE_PORT: '0', NO_COLOR: '1' };
+}
+
+export async function callApi<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  key?: string | null,
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = {};
+  if (key) headers.authorization = `Bearer ${key}`;
+  let payload: string | undefined;
+  if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    payload = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  const res = await fetch(`${baseUrl}${path}`, { method, headers, body: payload });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** Starts a real daemon through the CLI in a fresh temporary RBROWSE_HOME. */
+export async function startTestDaemon(): Promise<TestDaemon> {
+  const home = await mkdtemp(join(tmpdir(), 'rbrowse-test-'));
+  const env = cleanEnv(home);
+  const cli = (args: string[], opts: { env?: Record<string, string> } = {}) =>
+    execa(CLI, args, { env: { ...env, ...opts.env }, extendEnv: false, reject: false, stdin: 'ignore', timeout: 120_000 });
+  const started = await cli(['daemon', 'start']);
+  if (started.exitCode !== 0) throw new Error(`daemon start failed: ${started.stderr}`);
+  const baseUrl = started.stdout.trim();
+  const apiKey = (await cli(['auth', 'token'])).stdout.trim();
+  return {
+    home,
+    baseUrl,
+    apiKey,
+    env,
+    cli,
+    api: (method, path, body, key) => callApi(baseUrl, method, path, body, key === undefined ? apiKey : key),
+    async stop() {
+      await cli(['daemon', 'stop']);
+      const left = await findMarkedProcesses(home);
+      if (left.length) {
+        for (const pid of left) process.kill(pid, 'SIGKILL');
+        throw new Error(`processes left behind by the daemon of ${home}: ${left.join(', ')}`);
+      }
+      await rm(home, { recursive: true, force: true });
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls until check() is truthy; fails after timeoutMs. */
+export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(200);
+  }
+}

@@ -1,0 +1,197 @@
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import Kernel, { APIError, BadRequestError, NotFoundError } from '@onkernel/sdk';
+import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+
+const ID_RE = /^[a-z0-9]{24}$/;
+const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** Runs fn, which must throw an SDK error of class cls; returns it. */
+async function sdkError<E extends APIError>(
+  cls: new (...args: any[]) => E,
+  fn: () => Promise<unknown>,
+): Promise<E> {
+  let caught: unknown;
+  try {
+    await fn();
+  } catch (e) {
+    caught = e;
+  }
+  assert.ok(caught !== undefined, `expected ${cls.name}, but the call succeeded`);
+  assert.ok(caught instanceof cls, `expected ${cls.name}, got ${(caught as Error)?.constructor?.name}: ${String(caught)}`);
+  return caught;
+}
+
+describe('@onkernel/sdk against the daemon', () => {
+  let daemon: TestDaemon;
+  let kernel: Kernel;
+
+  before(async () => {
+    daemon = await startTestDaemon();
+    kernel = new Kernel({ apiKey: daemon.apiKey, baseURL: daemon.baseUrl, maxRetries: 0 });
+  });
+
+  after(async () => {
+    if (daemon) {
+      const left = await daemon.api('GET', '/browsers?status=active&limit=100');
+      for (const s of (left.body ?? []) as { session_id: string }[]) await daemon.api('DELETE', `/browsers/${s.session_id}`);
+      await daemon.stop();
+    }
+  });
+
+  test('browsers: create, retrieve, update, delete round trip', async () => {
+    const created = await kernel.browsers.create({ headless: true });
+    const id = created.session_id;
+    assert.equal(typeof id, 'string');
+    assert.match(id, ID_RE);
+    assert.equal(typeof created.created_at, 'string');
+    assert.match(created.created_at, ISO_RE);
+    assert.ok(!Number.isNaN(Date.parse(created.created_at)));
+    assert.ok(Math.abs(Date.parse(created.created_at) - Date.now()) < 60_000, `created_at ${created.created_at} is not now`);
+    assert.equal(typeof created.cdp_ws_url, 'string');
+    const cdp = new URL(created.cdp_ws_url);
+    assert.equal(cdp.protocol, 'ws:');
+    assert.equal(cdp.host, new URL(daemon.baseUrl).host);
+    const jwt = cdp.searchParams.get('jwt');
+    assert.ok(jwt, `no jwt in ${created.cdp_ws_url}`);
+    assert.match(jwt, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+    assert.equal(JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')).session.id, id);
+    assert.equal(created.headless, true);
+    assert.equal(created.stealth, false);
+    assert.equal(created.timeout_seconds, 60);
+    assert.equal(created.kiosk_mode, false);
+    assert.deepEqual(created.viewport, { width: 1920, height: 1080, refresh_rate: 25 });
+    assert.equal(created.deleted_at, undefined);
+    assert.equal(created.proxy_id, undefined);
+
+    const retrieved = await kernel.browsers.retrieve(id);
+    assert.deepEqual(retrieved, created);
+
+    // proxy_id "" removes a proxy: nothing to remove, the object is unchanged.
+    const { data: updated, response } = await kernel.browsers.update(id, { proxy_id: '' }).withResponse();
+    assert.equal(response.status, 200);
+    assert.deepEqual(updated, created);
+
+    const noProxy = await sdkError(NotFoundError, () => kernel.browsers.update(id, { proxy_id: 'nosuchproxy0000000000000' }));
+    assert.equal(noProxy.status, 404);
+    assert.equal((noProxy.error as { code?: string }).code, 'not_found');
+    assert.deepEqual(await kernel.browsers.retrieve(id), created, 'a failed update changed the session');
+
+    const { response: delResponse } = await kernel.browsers.deleteByID(id).withResponse();
+    assert.equal(delResponse.status, 204);
+
+    const gone = await sdkError(NotFoundError, () => kernel.browsers.retrieve(id));
+    assert.equal(gone.status, 404);
+    assert.equal((gone.error as { code?: string }).code, 'not_found');
+    const goneExplicit = await sdkError(NotFoundError, () => kernel.browsers.retrieve(id, { include_deleted: false }));
+    assert.equal(goneExplicit.status, 404);
+
+    const deleted = await kernel.browsers.retrieve(id, { include_deleted: true });
+    assert.equal(typeof deleted.deleted_at, 'string');
+    assert.match(deleted.deleted_at!, ISO_RE);
+    assert.ok(Date.parse(deleted.deleted_at!) >= Date.parse(created.created_at));
+    const { deleted_at: _d, ...rest } = deleted;
+    assert.deepEqual(rest, created);
+
+    const deleteAgain = await sdkError(NotFoundError, () => kernel.browsers.deleteByID(id));
+    assert.equal(deleteAgain.status, 404);
+  });
+
+  test('browsers.list paginates with X-Has-More / X-Next-Offset', async () => {
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 3; i++) ids.push((await kernel.browsers.create({ headless: true })).session_id);
+      assert.equal(new Set(ids).size, 3);
+
+      const seen: string[] = [];
+      for await (const s of kernel.browsers.list({ limit: 2 })) seen.push(s.session_id);
+      assert.equal(seen.length, 3, `iterated ${JSON.stringify(seen)}`);
+      assert.deepEqual([...seen].sort(), [...ids].sort());
+
+      const firstPage = await kernel.browsers.list({ limit: 2 });
+      assert.equal(firstPage.getPaginatedItems().length, 2);
+      assert.equal(firstPage.has_more, true);
+      assert.equal(firstPage.next_offset, 2);
+      assert.equal(firstPage.hasNextPage(), true);
+      const second = await firstPage.getNextPage();
+      assert.equal(second.getPaginatedItems().length, 1);
+      assert.equal(second.has_more, false);
+      assert.equal(second.next_offset, 0);
+      assert.equal(second.hasNextPage(), false);
+
+      const raw = await daemon.api('GET', '/browsers?limit=2');
+      assert.equal(raw.status, 200);
+      assert.equal(raw.headers.get('x-has-more'), 'true');
+      assert.equal(raw.headers.get('x-next-offset'), '2');
+      assert.equal(raw.body.length, 2);
+      const rawLast = await daemon.api('GET', '/browsers?limit=2&offset=2');
+      assert.equal(rawLast.headers.get('x-has-more'), 'false');
+      assert.equal(rawLast.headers.get('x-next-offset'), '0');
+      assert.equal(rawLast.body.length, 1);
+      assert.deepEqual(
+        [...raw.body, ...rawLast.body].map((s: { session_id: string }) => s.session_id).sort(),
+        [...ids].sort(),
+      );
+
+      // status filters: delete one, then active lists 2 and deleted lists 1.
+      await kernel.browsers.deleteByID(ids[0]!);
+      const active: string[] = [];
+      for await (const s of kernel.browsers.list({ status: 'active', limit: 2 })) active.push(s.session_id);
+      assert.deepEqual(active.sort(), ids.slice(1).sort());
+      const deleted: string[] = [];
+      for await (const s of kernel.browsers.list({ status: 'deleted' })) deleted.push(s.session_id);
+      assert.deepEqual(deleted, [ids[0]]);
+      let all = 0;
+      for await (const _ of kernel.browsers.list({ status: 'all', limit: 1 })) all++;
+      assert.equal(all, 3);
+    } finally {
+      for (const id of ids) {
+        const r = await daemon.api('DELETE', `/browsers/${id}`);
+        assert.ok(r.status === 204 || r.status === 404, `cleanup of ${id}: ${r.status} ${r.text}`);
+      }
+    }
+    const left = await daemon.api('GET', '/browsers');
+    assert.deepEqual(left.body, []);
+  });
+
+  test('validation errors: BadRequestError with invalid_input details, not retried', async () => {
+    const err = await sdkError(BadRequestError, () => kernel.browsers.create({ headless: true, timeout_seconds: 5 }));
+    assert.equal(err.status, 400);
+    const body = err.error as { code: string; message: string; details?: { code: string; message: string }[] };
+    assert.equal(body.code, 'bad_request');
+    assert.equal(typeof body.message, 'string');
+    assert.ok(Array.isArray(body.details) && body.details.length >= 1, `no details: ${JSON.stringify(body)}`);
+    assert.equal(body.details[0]!.code, 'invalid_input');
+    assert.match(body.details[0]!.message, /timeout_seconds/);
+    assert.equal(err.headers?.get('x-should-retry'), 'false');
+
+    const raw = await daemon.api('POST', '/browsers', { headless: true, timeout_seconds: 5 });
+    assert.equal(raw.status, 400);
+    assert.equal(raw.headers.get('x-should-retry'), 'false');
+    assert.match(raw.headers.get('content-type') ?? '', /^application\/json/);
+    assert.equal(raw.body.code, 'bad_request');
+    assert.equal(raw.body.details[0].code, 'invalid_input');
+    assert.match(raw.body.details[0].message, /timeout_seconds/);
+
+    const rawHigh = await daemon.api('POST', '/browsers', { headless: true, timeout_seconds: 259201 });
+    assert.equal(rawHigh.status, 400);
+    assert.equal(rawHigh.headers.get('x-should-retry'), 'false');
+
+    const notFound = await daemon.api('GET', '/browsers/nosuchid');
+    assert.equal(notFound.status, 404);
+    assert.equal(notFound.headers.get('x-should-retry'), 'false');
+
+    const badViewport = await sdkError(BadRequestError, () =>
+      kernel.browsers.create({ headless: true, viewport: { width: 123, height: 45 } }),
+    );
+    assert.equal(badViewport.status, 400);
+    assert.equal((badViewport.error as { code: string }).code, 'bad_request');
+
+    const unauth = new Kernel({ apiKey: 'sk_wrong', baseURL: daemon.baseUrl, maxRetries: 0 });
+    const authErr = await sdkError(APIError, () => unauth.browsers.retrieve('anything'));
+    assert.equal(authErr.status, 401);
+
+    // Nothing was created by the failed calls.
+    assert.deepEqual((await daemon.api('GET', '/browsers?status=all')).body.filter((s: { timeout_seconds: number }) => s.timeout_seconds === 5), []);
+  });
+});
