@@ -56,6 +56,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(makeValidators());
   app.decorateRequest('org', null);
 
+  // A JSON API: a text/plain body is refused with 415 instead of failing validation as a string.
+  app.removeContentTypeParser('text/plain');
   // An empty body with a JSON content type (some clients send it on DELETE) is no body, not an error.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
     if (text === '' || text === undefined) return done(null, undefined);

@@ -1,0 +1,106 @@
+/**
+ * rbrowse against raw Chromium on the same machine: session create, a full client cycle, and CDP
+ * round trips through the gateway. The machine is shared and noisy, so what matters is the ratio
+ * of each pair of runs, which are interleaved to spread the noise over both sides.
+ *
+ * Goals are informational: the exit code is 0 whether they pass or not, non-zero only on errors.
+ * Sample counts can be overridden with BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS.
+ */
+import { cpus, loadavg } from 'node:os';
+import { resolveChromium } from '../src/system-deps.js';
+import { startTestDaemon } from '../test/helpers/daemon.js';
+import { startFixtureServer } from '../test/helpers/fixtures.js';
+import { RawChromiums } from './raw.js';
+import { alternate, cdpRoundTrips, daemonCreate, daemonCycle, rawCycle, rawLaunch, type BenchContext } from './scenarios.js';
+import { renderTable, summarize, type Comparison } from './stats.js';
+
+function intEnv(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+const CONFIG = {
+  creates: intEnv('BENCH_CREATES', 15),
+  createWarmup: 2,
+  cycles: intEnv('BENCH_CYCLES', 8),
+  cycleWarmup: 1,
+  rounds: intEnv('BENCH_ROUNDS', 6),
+  callsPerRound: intEnv('BENCH_CALLS', 500),
+  warmupCalls: 200,
+};
+
+/** Undo steps, run last-in first-out on exit or on a signal, so no browser or daemon outlives the bench. */
+const cleanups: (() => Promise<void>)[] = [];
+
+async function cleanup(): Promise<void> {
+  for (let step = cleanups.pop(); step; step = cleanups.pop()) {
+    await step().catch((err: unknown) => {
+      console.error(`cleanup failed: ${err instanceof Error ? err.message : String(err)}`);
+      process.exitCode = 1;
+    });
+  }
+}
+
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => void cleanup().finally(() => process.exit(130)));
+}
+
+const progress = (msg: string) => console.error(`[bench] ${msg}`);
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+
+/** Starts everything the scenarios need and registers how to stop each part. */
+async function setUp(): Promise<BenchContext> {
+  const executable = resolveChromium();
+  const fixtures = await startFixtureServer();
+  cleanups.push(fixtures.close);
+  const raw = await RawChromiums.create(executable);
+  cleanups.push(async () => {
+    const strays = await raw.disposeAll();
+    if (strays.length) console.error(`warning: raw Chromium processes outlived their close() and were killed: ${strays.join(', ')}`);
+  });
+  const daemon = await startTestDaemon();
+  cleanups.push(() => daemon.stop());
+  progress(`daemon ${daemon.baseUrl}, chromium ${executable}, fixture ${fixtures.url}`);
+  return { daemon, raw, pageUrl: `${fixtures.url}/hello.html` };
+}
+
+async function measure(ctx: BenchContext): Promise<Comparison[]> {
+  progress(`create: ${CONFIG.createWarmup} warm-up + ${CONFIG.creates} per side`);
+  const [creates, launches] = await alternate(CONFIG.createWarmup, CONFIG.creates, () => daemonCreate(ctx), () => rawLaunch(ctx));
+
+  progress(`cycle: ${CONFIG.cycleWarmup} warm-up + ${CONFIG.cycles} per side`);
+  const [cycles, rawCycles] = await alternate(CONFIG.cycleWarmup, CONFIG.cycles, () => daemonCycle(ctx), () => rawCycle(ctx));
+
+  progress(`cdp: ${CONFIG.rounds} rounds x ${CONFIG.callsPerRound} Runtime.evaluate per side`);
+  const [viaGateway, direct] = await cdpRoundTrips(ctx, CONFIG);
+
+  return [
+    { metric: 'create: POST /browsers vs spawn->DevTools', unit: 'ms', rbrowse: summarize(creates), raw: summarize(launches), goal: 1.2 },
+    { metric: 'cycle: create+connect+goto+close+delete', unit: 'ms', rbrowse: summarize(cycles), raw: summarize(rawCycles) },
+    { metric: 'cdp: Runtime.evaluate 1+1 round trip', unit: 'us', rbrowse: summarize(viaGateway), raw: summarize(direct), goal: 1.1 },
+  ];
+}
+
+function report(rows: Comparison[], loadBefore: string): void {
+  console.log(`\nrbrowse bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
+  console.log('raw = the same Chromium flags launched directly (create, cycle); the session\'s own DevTools socket (cdp)');
+  console.log('ratio = rbrowse p50 / raw p50 (p95 ratio in parentheses); goals are informational\n');
+  console.log(renderTable(rows));
+  const cdp = rows.find((r) => r.unit === 'us');
+  if (cdp) console.log(`\ngateway adds ${Math.round((cdp.rbrowse.p50 - cdp.raw.p50) * 1000)} µs per CDP call at p50`);
+}
+
+async function main(): Promise<void> {
+  const loadBefore = load();
+  try {
+    const ctx = await setUp();
+    report(await measure(ctx), loadBefore);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exitCode = 1;
+});
