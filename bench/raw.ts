@@ -7,6 +7,8 @@ import { sessionDirs } from '../daemon/sessions/live-session.js';
 
 /** A prepared, not yet started, raw Chromium: its directories and environment exist already. */
 export interface RawProfile {
+  /** Stands in for the session id in the process markers. */
+  name: string;
   root: string;
   userData: string;
   env: Record<string, string>;
@@ -34,7 +36,8 @@ export class RawChromiums {
 
   /** Directories and environment, set up outside any timed part (the daemon's mkdirs are inside its). */
   async prepare(): Promise<RawProfile> {
-    const dirs = sessionDirs(this.base, `raw-${++this.count}`);
+    const name = `raw-${++this.count}`;
+    const dirs = sessionDirs(this.base, name);
     await Promise.all(
       [dirs.userData, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
         mkdir(d, { recursive: true, mode: 0o700 }),
@@ -52,9 +55,9 @@ export class RawChromiums {
       XDG_DATA_HOME: dirs.data,
       XDG_RUNTIME_DIR: dirs.run,
       TMPDIR: dirs.tmp,
-      ...markedEnv(this.base, `raw-${this.count}`),
+      ...markedEnv(this.base, name),
     };
-    const profile: RawProfile = { root: dirs.root, userData: dirs.userData, env };
+    const profile: RawProfile = { name, root: dirs.root, userData: dirs.userData, env };
     this.open.add(profile);
     return profile;
   }
@@ -73,14 +76,18 @@ export class RawChromiums {
     return profile.chromium;
   }
 
-  /** What a DELETE does to a session: close the browser, then remove its directories. */
+  /**
+   * What a DELETE does to a session: close the browser, kill what left its process group (Debian's
+   * Chromium starts crashpad handlers despite --disable-breakpad), then remove its directories.
+   */
   async dispose(profile: RawProfile): Promise<void> {
     await profile.chromium?.close();
+    await killMarked(this.base, profile.name);
     await rm(profile.root, { recursive: true, force: true });
     this.open.delete(profile);
   }
 
-  /** Closes whatever is still open; returns pids that had to be killed after their browser closed. */
+  /** Closes whatever is still open; returns pids that outlived every dispose() and had to be killed. */
   async disposeAll(): Promise<number[]> {
     await Promise.all([...this.open].map((p) => this.dispose(p)));
     const strays = await killMarked(this.base);

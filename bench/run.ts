@@ -72,22 +72,28 @@ async function measure(ctx: BenchContext): Promise<Comparison[]> {
   const [cycles, rawCycles] = await alternate(CONFIG.cycleWarmup, CONFIG.cycles, () => daemonCycle(ctx), () => rawCycle(ctx));
 
   progress(`cdp: ${CONFIG.rounds} rounds x ${CONFIG.callsPerRound} Runtime.evaluate per side`);
-  const [viaGateway, direct] = await cdpRoundTrips(ctx, CONFIG);
+  const cdp = await cdpRoundTrips(ctx, CONFIG);
 
   return [
     { metric: 'create: POST /browsers vs spawn->DevTools', unit: 'ms', rbrowse: summarize(creates), raw: summarize(launches), goal: 1.2 },
     { metric: 'cycle: create+connect+goto+close+delete', unit: 'ms', rbrowse: summarize(cycles), raw: summarize(rawCycles) },
-    { metric: 'cdp: Runtime.evaluate 1+1 round trip', unit: 'us', rbrowse: summarize(viaGateway), raw: summarize(direct), goal: 1.1 },
+    { metric: 'cdp: Runtime.evaluate 1+1 round trip', unit: 'us', rbrowse: summarize(cdp.gateway), raw: summarize(cdp.direct), goal: 1.1 },
+    // Not rbrowse: the floor any relay process pays here, to read the line above against.
+    { metric: 'cdp via bare Node ws relay (reference)', unit: 'us', rbrowse: summarize(cdp.bareRelay), raw: summarize(cdp.direct) },
   ];
 }
 
 function report(rows: Comparison[], loadBefore: string): void {
   console.log(`\nrbrowse bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
   console.log('raw = the same Chromium flags launched directly (create, cycle); the session\'s own DevTools socket (cdp)');
+  console.log('the reference line times the same calls through bench/relay.ts, a minimal ws relay in its own process');
   console.log('ratio = rbrowse p50 / raw p50 (p95 ratio in parentheses); goals are informational\n');
   console.log(renderTable(rows));
-  const cdp = rows.find((r) => r.unit === 'us');
-  if (cdp) console.log(`\ngateway adds ${Math.round((cdp.rbrowse.p50 - cdp.raw.p50) * 1000)} µs per CDP call at p50`);
+  const [gateway, relay] = rows.filter((r) => r.unit === 'us');
+  if (gateway && relay) {
+    const extra = (r: Comparison) => Math.round((r.rbrowse.p50 - r.raw.p50) * 1000);
+    console.log(`\nper CDP call at p50: the gateway adds ${extra(gateway)} µs, a bare Node relay ${extra(relay)} µs`);
+  }
 }
 
 async function main(): Promise<void> {

@@ -4,6 +4,7 @@ import type { BrowserSession } from '../src/api/schemas.js';
 import type { TestDaemon } from '../test/helpers/daemon.js';
 import { CdpClient, directWsUrl } from './cdp.js';
 import type { RawChromiums } from './raw.js';
+import { startRelay, type Relay } from './relay.js';
 
 export interface BenchContext {
   daemon: TestDaemon;
@@ -16,21 +17,26 @@ export interface BenchContext {
 type Run<T> = () => Promise<T>;
 
 /**
- * Runs `a` and `b` warmup + iterations times each, in ABBA order so slow drift on a shared
- * machine (other jobs, thermal, caches) lands on both sides equally; warm-up runs are dropped.
+ * Runs every side warmup + iterations times, in the order ABC, CBA, ABC, ... so slow drift on a
+ * shared machine (other jobs, thermal, caches) lands on all sides alike; warm-up runs are dropped.
+ * Returns the results per side, in the order the sides were given.
  */
-export async function alternate<T>(warmup: number, iterations: number, a: Run<T>, b: Run<T>): Promise<[T[], T[]]> {
-  const as: T[] = [];
-  const bs: T[] = [];
-  for (let i = 0; i < warmup + iterations; i++) {
-    const keep = i >= warmup;
-    const order: [Run<T>, T[]][] = i % 2 === 0 ? [[a, as], [b, bs]] : [[b, bs], [a, as]];
-    for (const [run, into] of order) {
-      const result = await run();
-      if (keep) into.push(result);
+export async function interleave<T>(warmup: number, iterations: number, sides: Run<T>[]): Promise<T[][]> {
+  const results: T[][] = sides.map(() => []);
+  const indices = sides.map((_, i) => i);
+  for (let round = 0; round < warmup + iterations; round++) {
+    for (const i of round % 2 === 0 ? indices : [...indices].reverse()) {
+      const result = await sides[i]!();
+      if (round >= warmup) results[i]!.push(result);
     }
   }
-  return [as, bs];
+  return results;
+}
+
+/** interleave() of two sides. */
+export async function alternate<T>(warmup: number, iterations: number, a: Run<T>, b: Run<T>): Promise<[T[], T[]]> {
+  const [as, bs] = await interleave(warmup, iterations, [a, b]);
+  return [as!, bs!];
 }
 
 async function createSession(d: TestDaemon, body: object): Promise<BrowserSession> {
@@ -114,32 +120,49 @@ export interface RoundTripOptions {
   callsPerRound: number;
 }
 
+/** Per-call Runtime.evaluate times (ms) of each path to one session's Chromium. */
+export interface RoundTrips {
+  gateway: number[];
+  direct: number[];
+  /** Through bench/relay.ts: the cost of any extra Node hop, without the gateway's own work. */
+  bareRelay: number[];
+}
+
+/** Times `count` sequential calls over one path. */
+type CallTimer = (count: number) => Promise<number[]>;
+
+/** A CDP client attached to the page over `url`; added to `clients` so the caller closes it. */
+async function attachedClient(url: string, clients: CdpClient[]): Promise<CallTimer> {
+  const client = await CdpClient.connect(url);
+  clients.push(client);
+  const sessionId = await client.attachToPage();
+  return (count) => client.timeEvaluate(sessionId, count);
+}
+
 /**
  * Runtime.evaluate("1+1") round trips through the gateway against the same session's Chromium
- * reached directly: one browser, one page, so the only difference is the gateway in the path.
+ * reached directly: one browser, one page, so the only difference is what sits in the path.
  */
-export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<[number[], number[]]> {
+export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<RoundTrips> {
   const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
   const clients: CdpClient[] = [];
+  let relay: Relay | undefined;
   try {
-    const viaGateway = await CdpClient.connect(session.cdp_ws_url);
-    clients.push(viaGateway);
-    const direct = await CdpClient.connect(await directWsUrl(ctx.daemon.home, session.session_id));
-    clients.push(direct);
-    const [gatewaySession, directSession] = [await viaGateway.attachToPage(), await direct.attachToPage()];
-
-    await viaGateway.timeEvaluate(gatewaySession, o.warmupCalls);
-    await direct.timeEvaluate(directSession, o.warmupCalls);
+    const directUrl = await directWsUrl(ctx.daemon.home, session.session_id);
+    relay = await startRelay(directUrl);
+    const paths: CallTimer[] = [
+      await attachedClient(session.cdp_ws_url, clients),
+      await attachedClient(directUrl, clients),
+      await attachedClient(relay.url, clients),
+    ];
+    const timeCalls = (count: number) => paths.map((path) => () => path(count));
+    await interleave(0, 1, timeCalls(o.warmupCalls));
     // Samples are per call, pooled over the interleaved rounds.
-    const [gateway, raw] = await alternate(
-      0,
-      o.rounds,
-      () => viaGateway.timeEvaluate(gatewaySession, o.callsPerRound),
-      () => direct.timeEvaluate(directSession, o.callsPerRound),
-    );
-    return [gateway.flat(), raw.flat()];
+    const [gateway, direct, bareRelay] = (await interleave(0, o.rounds, timeCalls(o.callsPerRound))).map((r) => r.flat());
+    return { gateway: gateway!, direct: direct!, bareRelay: bareRelay! };
   } finally {
     for (const c of clients) c.close();
+    relay?.stop();
     await deleteSession(ctx.daemon, session.session_id);
   }
 }

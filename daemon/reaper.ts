@@ -1,6 +1,7 @@
-import { readdir, rm } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { killMarked } from './browser/procs.js';
+import { removeTree } from './fs-util.js';
 import type { Store } from './store.js';
 
 /**
@@ -26,7 +27,7 @@ export async function reapLeftovers(opts: {
     });
   }
   const dirs = await readdir(opts.sessionsDir).catch(() => [] as string[]);
-  await Promise.all(dirs.map((d) => rm(join(opts.sessionsDir, d), { recursive: true, force: true })));
+  await Promise.all(dirs.map((d) => removeTree(join(opts.sessionsDir, d), opts.log)));
   if (killed.length || orphaned.length || dirs.length) {
     opts.log('reaped leftovers of a previous daemon', {
       processes: killed.length,

@@ -46,9 +46,28 @@ export const isAlive = (pid: number): boolean => signal(pid, 0);
 /** Kills a process group (the leader may already be gone while members remain). */
 export const killGroup = (pgid: number, sig: NodeJS.Signals = 'SIGKILL'): boolean => signal(-pgid, sig);
 
+/** A zombie is dead for our purposes: it runs nothing and holds no files open. */
+async function isGone(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
+  return stat === '' || /\) Z /.test(stat);
+}
+
+/** Waits until every pid has exited; SIGKILL is asynchronous, and a dying browser still holds its files. */
+export async function waitGone(pids: number[], timeoutMs = 5000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const alive = (await Promise.all(pids.map(async (p) => ((await isGone(p)) ? null : p)))).filter((p) => p !== null);
+    if (!alive.length) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+}
+
+/** Kills every marked process of the home (or one session) and waits until they are gone. */
 export async function killMarked(home: string, sessionId?: string): Promise<number[]> {
   const pids = await findMarkedProcesses(home, sessionId);
   for (const pid of pids) signal(pid, 'SIGKILL');
+  if (pids.length) await waitGone(pids);
   return pids;
 }
 

@@ -1,8 +1,9 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launchChromium, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv } from '../browser/procs.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
+import { removeTree } from '../fs-util.js';
 import type { SessionRecord } from '../store.js';
 
 export interface RuntimeDeps {
@@ -85,7 +86,7 @@ export class LiveSession {
     } catch (err) {
       await display?.stop();
       await killMarked(deps.home, record.id);
-      await rm(dirs.root, { recursive: true, force: true });
+      await removeTree(dirs.root);
       throw err;
     }
   }
@@ -128,7 +129,7 @@ export class LiveSession {
       await this.display?.stop();
       // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
       await killMarked(this.deps.home, this.id);
-      await rm(sessionDirs(this.deps.sessionsDir, this.id).root, { recursive: true, force: true });
+      await removeTree(sessionDirs(this.deps.sessionsDir, this.id).root);
     })();
     return this.stopping;
   }

@@ -155,9 +155,16 @@ export class SessionManager {
     await Promise.all([...this.live.keys()].map((id) => this.end(id, reason)));
   }
 
-  /** Stops the processes, then records the end. Idempotent; concurrent callers share one stop. */
+  /**
+   * Stops the processes, then records the end, so a session reads as deleted only once nothing of
+   * it runs. Idempotent; concurrent callers share one stop.
+   */
   async end(id: string, reason: string): Promise<void> {
     const session = this.live.get(id);
+    if (session) {
+      await session.stop();
+      this.live.delete(id);
+    }
     const record = this.deps.store.data.sessions.find((s) => s.id === id);
     if (record && !record.deleted_at) {
       await this.deps.store.update(() => {
@@ -166,10 +173,6 @@ export class SessionManager {
         delete record.runtime;
       });
       this.deps.log('session ended', { session: id, reason });
-    }
-    if (session) {
-      await session.stop();
-      this.live.delete(id);
     }
   }
 

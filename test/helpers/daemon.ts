@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa, type Result } from 'execa';
+import { execa } from 'execa';
 import { findMarkedProcesses } from '../../daemon/browser/procs.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
@@ -14,13 +14,19 @@ export interface ApiResponse<T = any> {
   text: string;
 }
 
+export interface CliResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
 export interface TestDaemon {
   home: string;
   baseUrl: string;
   apiKey: string;
   env: Record<string, string>;
   /** Runs the CLI binary as a user would; never throws on a non-zero exit. */
-  cli(args: string[], opts?: { env?: Record<string, string> }): Promise<Result>;
+  cli(args: string[], opts?: { env?: Record<string, string> }): Promise<CliResult>;
   /** One HTTP call with the default org's key (or `key`, or none when key is null). */
   api<T = any>(method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse<T>>;
   stop(): Promise<void>;
@@ -64,19 +70,28 @@ export async function callApi<T = any>(
 export async function startTestDaemon(): Promise<TestDaemon> {
   const home = await mkdtemp(join(tmpdir(), 'rbrowse-test-'));
   const env = cleanEnv(home);
-  const cli = (args: string[], opts: { env?: Record<string, string> } = {}) =>
-    execa(CLI, args, { env: { ...env, ...opts.env }, extendEnv: false, reject: false, stdin: 'ignore', timeout: 120_000 });
+  const cli = async (args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> => {
+    const r = await execa(CLI, args, {
+      env: { ...env, ...opts.env },
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+      timeout: 120_000,
+    });
+    return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+  };
   const started = await cli(['daemon', 'start']);
   if (started.exitCode !== 0) throw new Error(`daemon start failed: ${started.stderr}`);
   const baseUrl = started.stdout.trim();
   const apiKey = (await cli(['auth', 'token'])).stdout.trim();
-  return {
+  const daemon: TestDaemon = {
     home,
     baseUrl,
     apiKey,
     env,
     cli,
-    api: (method, path, body, key) => callApi(baseUrl, method, path, body, key === undefined ? apiKey : key),
+    // Reads daemon.baseUrl on each call: a test that restarts the daemon updates it.
+    api: (method, path, body, key) => callApi(daemon.baseUrl, method, path, body, key === undefined ? apiKey : key),
     async stop() {
       await cli(['daemon', 'stop']);
       const left = await findMarkedProcesses(home);
@@ -87,6 +102,7 @@ export async function startTestDaemon(): Promise<TestDaemon> {
       await rm(home, { recursive: true, force: true });
     },
   };
+  return daemon;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
