@@ -47,7 +47,7 @@ export const isAlive = (pid: number): boolean => signal(pid, 0);
 export const killGroup = (pgid: number, sig: NodeJS.Signals = 'SIGKILL'): boolean => signal(-pgid, sig);
 
 /** A zombie is dead for our purposes: it runs nothing and holds no files open. */
-async function isGone(pid: number): Promise<boolean> {
+export async function isGone(pid: number): Promise<boolean> {
   const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
   return stat === '' || /\) Z /.test(stat);
 }
