@@ -24,8 +24,8 @@ const CONFIG = {
   createWarmup: 2,
   cycles: intEnv('BENCH_CYCLES', 8),
   cycleWarmup: 1,
-  rounds: intEnv('BENCH_ROUNDS', 6),
-  callsPerRound: intEnv('BENCH_CALLS', 500),
+  rounds: intEnv('BENCH_ROUNDS', 20),
+  callsPerRound: intEnv('BENCH_CALLS', 150),
   warmupCalls: 200,
 };
 

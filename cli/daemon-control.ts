@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } from '../src/config.js';
-import { isAlive, isGone, sleep } from '../daemon/browser/procs.js';
+import { isAlive, sleep } from '../daemon/browser/procs.js';
 
 export const paths = () => homePaths(resolveHome());
 
@@ -80,8 +80,7 @@ export async function stopDaemon(timeoutMs = 60_000): Promise<{ wasRunning: bool
   if (!pid) return { wasRunning: false };
   process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + timeoutMs;
-  // Not isAlive: the exited daemon may linger as a zombie until init reaps it.
-  while (!(await isGone(pid))) {
+  while (isAlive(pid)) {
     if (Date.now() > deadline) throw new Error(`daemon pid ${pid} did not stop within ${timeoutMs / 1000} s`);
     await sleep(50);
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { CliResult as Result } from './helpers/daemon.js';
 import { ROOT, callApi, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { SYSTEM_DEPS } from '../src/system-deps.js';
+import { isAlive } from '../daemon/browser/procs.js';
 
 const PKG_VERSION: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
 const ID_RE = /^[a-z0-9]{24}$/;
@@ -33,15 +34,6 @@ interface Status {
   running: boolean;
   pid: number | null;
   base_url: string;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The RBROWSE_HOME a process was started with, read from /proc. */

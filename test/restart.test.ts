@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { findMarkedProcesses, isGone } from '../daemon/browser/procs.js';
+import { findMarkedProcesses, isAlive } from '../daemon/browser/procs.js';
 import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;
@@ -22,7 +22,7 @@ async function daemonPid(): Promise<number> {
 async function killDaemonHard(): Promise<void> {
   const pid = await daemonPid();
   process.kill(pid, 'SIGKILL');
-  await waitFor(() => isGone(pid), 5000, 'the daemon to die');
+  await waitFor(() => !isAlive(pid), 5000, 'the daemon to die');
 }
 
 const readState = async () => JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
@@ -69,7 +69,7 @@ test('kill -9 in the middle of writes never leaves a state file that fails to pa
     process.kill(pid, 'SIGKILL');
     stop = true;
     await churn;
-    await waitFor(() => isGone(pid), 5000, 'the daemon to die');
+    await waitFor(() => !isAlive(pid), 5000, 'the daemon to die');
     const state = await readState();
     assert.equal(state.version, 1);
     assert.ok(Array.isArray(state.sessions));

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
 /** Environment markers every process rbrowse starts carries, so it can be found again from /proc alone. */
@@ -41,23 +42,28 @@ export function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
   }
 }
 
-export const isAlive = (pid: number): boolean => signal(pid, 0);
+/**
+ * Whether a process runs. A zombie does not: an exited daemon or browser lingers as one until
+ * its parent (often init) reaps it, and must not count as a running process meanwhile.
+ */
+export function isAlive(pid: number): boolean {
+  if (!signal(pid, 0)) return false;
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
+  } catch {
+    return false;
+  }
+}
 
 /** Kills a process group (the leader may already be gone while members remain). */
 export const killGroup = (pgid: number, sig: NodeJS.Signals = 'SIGKILL'): boolean => signal(-pgid, sig);
 
-/** A zombie is dead for our purposes: it runs nothing and holds no files open. */
-export async function isGone(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
-  return stat === '' || /\) Z /.test(stat);
-}
 
 /** Waits until every pid has exited; SIGKILL is asynchronous, and a dying browser still holds its files. */
 export async function waitGone(pids: number[], timeoutMs = 5000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const alive = (await Promise.all(pids.map(async (p) => ((await isGone(p)) ? null : p)))).filter((p) => p !== null);
-    if (!alive.length) return true;
+    if (!pids.some(isAlive)) return true;
     if (Date.now() > deadline) return false;
     await sleep(20);
   }
