@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { type RawData } from 'ws';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses, sleep } from '../daemon/browser/procs.js';
 
 interface Pending {
   resolve: (result: unknown) => void;
@@ -91,19 +91,33 @@ export class CdpClient {
   }
 }
 
-/**
- * The DevTools websocket of a session's own Chromium, which the API deliberately never reveals:
- * the browser process is found by the daemon's environment markers, its profile by its command
- * line, and the endpoint by the DevToolsActivePort file Chromium writes there.
- */
-export async function directWsUrl(home: string, sessionId: string): Promise<string> {
+/** The profile directory of a session's browser process, found by the daemon's environment markers. */
+async function sessionUserDataDir(home: string, sessionId: string): Promise<string> {
   for (const pid of await findMarkedProcesses(home, sessionId)) {
     const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
     const userData = args.find((a) => a.startsWith('--user-data-dir='))?.slice('--user-data-dir='.length);
     // Renderers and other helpers carry --type=; the browser process does not.
-    if (!userData || args.some((a) => a.startsWith('--type='))) continue;
-    const [port, path] = (await readFile(join(userData, 'DevToolsActivePort'), 'utf8')).trim().split('\n');
-    if (port && path) return `ws://127.0.0.1:${port}${path}`;
+    if (userData && !args.some((a) => a.startsWith('--type='))) return userData;
   }
-  throw new Error(`no DevTools endpoint found for session ${sessionId}`);
+  throw new Error(`no browser process found for session ${sessionId}`);
+}
+
+/** "PORT\n/devtools/browser/GUID": both lines, the GUID complete. */
+const ACTIVE_PORT = /^(\d+)\n(\/devtools\/browser\/[0-9a-f-]{36})\s*$/;
+
+/**
+ * The DevTools websocket of a session's own Chromium, which the API deliberately never reveals:
+ * read from the DevToolsActivePort file Chromium writes into its profile.
+ */
+export async function directWsUrl(home: string, sessionId: string, timeoutMs = 5000): Promise<string> {
+  const file = join(await sessionUserDataDir(home, sessionId), 'DevToolsActivePort');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    // Chromium prints "DevTools listening" (which is when a create returns) before it writes this
+    // file, and writes it in place: it can be missing or half-written for a few milliseconds.
+    const m = ACTIVE_PORT.exec(await readFile(file, 'utf8').catch(() => ''));
+    if (m) return `ws://127.0.0.1:${m[1]}${m[2]}`;
+    if (Date.now() > deadline) throw new Error(`no complete ${file} after ${timeoutMs} ms`);
+    await sleep(20);
+  }
 }

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
+import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
@@ -60,7 +63,12 @@ describe('sessions', () => {
     assert.equal(s.browser_live_view_url, undefined);
     const got = await d.api('GET', `/browsers/${s.session_id}`);
     assert.deepEqual(got.body, s);
+    const dir = join(d.home, 'sessions', s.session_id);
+    for (const sub of ['user-data', 'home/.config', 'home/.cache', 'tmp']) assert.ok(existsSync(join(dir, sub)), sub);
+    assert.ok((await findMarkedProcesses(d.home, s.session_id)).length > 0, 'its own Chromium runs');
     assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
+    assert.equal(existsSync(dir), false, 'its directories are deleted with it');
+    assert.deepEqual(await findMarkedProcesses(d.home, s.session_id), [], 'and its processes');
   });
 
   test('a headful session runs on its own display sized to the viewport', async () => {

@@ -53,7 +53,7 @@ export interface ExitInfo {
 
 /** One running Chromium: its browser websocket, and the only ways it should end. */
 export class ChromiumProcess {
-  private stopping?: Promise<void>;
+  private stopping?: Promise<boolean>;
 
   constructor(
     readonly pid: number,
@@ -74,13 +74,14 @@ export class ChromiumProcess {
 
   /**
    * Browser.close first, so Chromium flushes cookies and profile state (SIGTERM loses them), then
-   * whatever is left of its process group is killed.
+   * whatever is left of its process group is killed. Resolves whether Chromium exited by itself.
    */
-  close(graceMs = 5000): Promise<void> {
+  close(graceMs = 5000): Promise<boolean> {
     this.stopping ??= (async () => {
       const closed = await within(graceMs, sendBrowserClose(this.wsUrl).then(() => this.exited));
       killGroup(this.pid, 'SIGKILL');
       if (!closed) await within(2000, this.exited);
+      return closed;
     })();
     return this.stopping;
   }

@@ -37,7 +37,7 @@ export function sessionDirs(sessionsDir: string, id: string) {
 export class LiveSession {
   private holds = 0;
   private lastActivity = Date.now();
-  private stopping?: Promise<void>;
+  private stopping?: Promise<{ graceful: boolean }>;
   private readonly closers = new Set<() => void>();
 
   private constructor(
@@ -122,14 +122,16 @@ export class LiveSession {
     return this.holds;
   }
 
-  stop(): Promise<void> {
+  /** Resolves whether Chromium closed by itself on Browser.close (else it had to be killed). */
+  stop(): Promise<{ graceful: boolean }> {
     this.stopping ??= (async () => {
       for (const close of [...this.closers]) close();
-      await this.chromium.close();
+      const graceful = await this.chromium.close();
       await this.display?.stop();
       // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
       await killMarked(this.deps.home, this.id);
       await removeTree(sessionDirs(this.deps.sessionsDir, this.id).root);
+      return { graceful };
     })();
     return this.stopping;
   }

@@ -161,8 +161,9 @@ export class SessionManager {
    */
   async end(id: string, reason: string): Promise<void> {
     const session = this.live.get(id);
+    let graceful: boolean | undefined;
     if (session) {
-      await session.stop();
+      ({ graceful } = await session.stop());
       this.live.delete(id);
     }
     const record = this.deps.store.data.sessions.find((s) => s.id === id);
@@ -172,7 +173,7 @@ export class SessionManager {
         record.end_reason = reason;
         delete record.runtime;
       });
-      this.deps.log('session ended', { session: id, reason });
+      this.deps.log('session ended', { session: id, reason, graceful });
     }
   }
 
