@@ -4,6 +4,8 @@ import { killMarked } from './browser/procs.js';
 import { removeTree } from './fs-util.js';
 import type { Store } from './store.js';
 
+export const DELETED_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
 /**
  * Run once at start, before anything is launched: nothing of this home can legitimately be
  * running yet, so every marked process is a leftover of a crashed daemon. Its sessions end.
@@ -24,6 +26,14 @@ export async function reapLeftovers(opts: {
         s.end_reason = 'daemon_restart';
         delete s.runtime;
       }
+    });
+  }
+  // Deleted sessions stay findable (include_deleted) for a week, then leave the state file.
+  const cutoff = Date.now() - DELETED_RETENTION_MS;
+  const expired = opts.store.data.sessions.filter((s) => s.deleted_at && Date.parse(s.deleted_at) < cutoff);
+  if (expired.length) {
+    await opts.store.update((state) => {
+      state.sessions = state.sessions.filter((s) => !expired.includes(s));
     });
   }
   const dirs = await readdir(opts.sessionsDir).catch(() => [] as string[]);

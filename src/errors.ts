@@ -62,6 +62,11 @@ export class ConflictError extends ApiError {
     super(409, 'conflict', message);
   }
 }
+export class ServiceUnavailableError extends ApiError {
+  constructor(message: string) {
+    super(503, 'service_unavailable', message);
+  }
+}
 export class InternalError extends ApiError {
   constructor(message: string, inner?: ErrorDetail) {
     super(500, 'internal_error', message, undefined, inner);

@@ -34,6 +34,23 @@ test('daemon stop closes live sessions with Browser.close and leaves nothing beh
   }
 });
 
+test('creates in flight when the daemon stops are ended too, never orphaned', async () => {
+  const d = await startTestDaemon();
+  try {
+    const creates = [1, 2, 3].map(() => d.api('POST', '/browsers', { headless: true }).catch(() => null));
+    await new Promise((r) => setTimeout(r, 60));
+    const stop = await d.cli(['daemon', 'stop']);
+    assert.equal(stop.exitCode, 0, stop.stderr);
+    const answers = await Promise.all(creates);
+    for (const a of answers) assert.ok(a === null || [200, 503].includes(a.status), `answered ${a?.status}`);
+    assert.deepEqual(await findMarkedProcesses(d.home), [], 'no browser outlives the daemon');
+    const state = JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
+    assert.equal(state.sessions.filter((s: any) => !s.deleted_at).length, 0);
+  } finally {
+    await d.stop();
+  }
+});
+
 test('--foreground serves until SIGTERM and logs to stderr', async () => {
   const home = await mkdtemp(join(tmpdir(), 'rbrowse-fg-'));
   const child = execa(CLI, ['daemon', 'start', '--foreground', '--port', '0'], {

@@ -31,6 +31,32 @@ export function sessionDirs(sessionsDir: string, id: string) {
 }
 
 /**
+ * Creates a session's directories and the environment its processes get: a HOME, XDG and temp
+ * directories of its own, and the markers that let the daemon find its processes again.
+ */
+export async function prepareSessionDirs(sessionsDir: string, home: string, id: string) {
+  const dirs = sessionDirs(sessionsDir, id);
+  await Promise.all(
+    [dirs.userData, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
+      mkdir(d, { recursive: true, mode: 0o700 }),
+    ),
+  );
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    LANG: process.env.LANG ?? 'C.UTF-8',
+    ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
+    HOME: dirs.home,
+    XDG_CONFIG_HOME: dirs.config,
+    XDG_CACHE_HOME: dirs.cache,
+    XDG_DATA_HOME: dirs.data,
+    XDG_RUNTIME_DIR: dirs.run,
+    TMPDIR: dirs.tmp,
+    ...markedEnv(home, id),
+  };
+  return { dirs, env };
+}
+
+/**
  * A running session: owns its Chromium, its Xvfb (when headful) and its directories, and is the
  * only thing that stops them. Activity holds (CDP clients, viewers) keep the inactivity timer off.
  */
@@ -48,24 +74,7 @@ export class LiveSession {
   ) {}
 
   static async start(record: SessionRecord, deps: RuntimeDeps): Promise<LiveSession> {
-    const dirs = sessionDirs(deps.sessionsDir, record.id);
-    await Promise.all(
-      [dirs.userData, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
-        mkdir(d, { recursive: true, mode: 0o700 }),
-      ),
-    );
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      LANG: process.env.LANG ?? 'C.UTF-8',
-      ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
-      HOME: dirs.home,
-      XDG_CONFIG_HOME: dirs.config,
-      XDG_CACHE_HOME: dirs.cache,
-      XDG_DATA_HOME: dirs.data,
-      XDG_RUNTIME_DIR: dirs.run,
-      TMPDIR: dirs.tmp,
-      ...markedEnv(deps.home, record.id),
-    };
+    const { dirs, env } = await prepareSessionDirs(deps.sessionsDir, deps.home, record.id);
     let display: Display | undefined;
     try {
       if (!record.headless) {

@@ -1,5 +1,11 @@
 import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, UpdateBrowserBody } from '../../src/api/schemas.js';
-import { BadRequestError, ConflictError, InternalError, NotFoundError } from '../../src/errors.js';
+import {
+  BadRequestError,
+  ConflictError,
+  InternalError,
+  NotFoundError,
+  ServiceUnavailableError,
+} from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
 import type { OrgRecord, SessionRecord, Store } from '../store.js';
@@ -31,6 +37,9 @@ export class SessionManager {
   /** Names claimed by creates still launching, so two concurrent creates cannot both take one. */
   private readonly pendingNames = new Set<string>();
   private timer?: NodeJS.Timeout;
+  /** Set once the daemon stops: no new session may start after endAll has looked. */
+  private closing = false;
+  private readonly launching = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: SessionManagerDeps) {}
 
@@ -45,11 +54,15 @@ export class SessionManager {
       throw BadRequestError.field('viewport', `unsupported viewport; supported: ${SUPPORTED_VIEWPORTS_TEXT}`);
     }
     if (body.name !== undefined) this.assertNameFree(org, body.name);
+    if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
     const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
     if (nameKey) this.pendingNames.add(nameKey);
+    const launch = this.launch(org, body, viewport);
+    this.launching.add(launch);
     try {
-      return await this.launch(org, body, viewport);
+      return await launch;
     } finally {
+      this.launching.delete(launch);
       if (nameKey) this.pendingNames.delete(nameKey);
     }
   }
@@ -151,7 +164,10 @@ export class SessionManager {
 
   /** Ends every live session (daemon stop); each is soft-deleted with the given reason. */
   async endAll(reason: string): Promise<void> {
+    this.closing = true;
     clearInterval(this.timer);
+    // Creates already launching finish first, so their browsers are ended too, not orphaned.
+    await Promise.allSettled([...this.launching]);
     await Promise.all([...this.live.keys()].map((id) => this.end(id, reason)));
   }
 
