@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchChromium, type ChromiumProcess } from '../daemon/browser/chromium.js';
-import { killMarked, markedEnv } from '../daemon/browser/procs.js';
-import { sessionDirs } from '../daemon/sessions/live-session.js';
+import { killMarked } from '../daemon/browser/procs.js';
+import { prepareSessionDirs } from '../daemon/sessions/live-session.js';
 
 /** A prepared, not yet started, raw Chromium: its directories and environment exist already. */
 export interface RawProfile {
@@ -24,6 +24,8 @@ export interface RawProfile {
 export class RawChromiums {
   private readonly open = new Set<RawProfile>();
   private count = 0;
+  /** Set once disposeAll() begins, so a run still in flight cannot start a browser nobody will close. */
+  private closed = false;
 
   private constructor(
     readonly base: string,
@@ -37,26 +39,9 @@ export class RawChromiums {
   /** Directories and environment, set up outside any timed part (the daemon's mkdirs are inside its). */
   async prepare(): Promise<RawProfile> {
     const name = `raw-${++this.count}`;
-    const dirs = sessionDirs(this.base, name);
-    await Promise.all(
-      [dirs.userData, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
-        mkdir(d, { recursive: true, mode: 0o700 }),
-      ),
-    );
-    // The same variables a session gets, so both sides pay the same first-run costs (fontconfig
-    // cache, profile creation) and the ratio shows what the daemon adds, not a warmer $HOME.
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      LANG: process.env.LANG ?? 'C.UTF-8',
-      ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
-      HOME: dirs.home,
-      XDG_CONFIG_HOME: dirs.config,
-      XDG_CACHE_HOME: dirs.cache,
-      XDG_DATA_HOME: dirs.data,
-      XDG_RUNTIME_DIR: dirs.run,
-      TMPDIR: dirs.tmp,
-      ...markedEnv(this.base, name),
-    };
+    // The same directories and variables a session gets, so both sides pay the same first-run
+    // costs (fontconfig cache, profile creation) and the ratio shows what the daemon adds.
+    const { dirs, env } = await prepareSessionDirs(this.base, this.base, name);
     const profile: RawProfile = { name, root: dirs.root, userData: dirs.userData, env };
     this.open.add(profile);
     return profile;
@@ -64,6 +49,7 @@ export class RawChromiums {
 
   /** Spawn until "DevTools listening": the part of a create that is Chromium's own. */
   async launch(profile: RawProfile): Promise<ChromiumProcess> {
+    if (this.closed) throw new Error('raw Chromium launch after disposeAll()');
     profile.chromium = await launchChromium({
       executable: this.executable,
       userDataDir: profile.userData,
@@ -89,6 +75,7 @@ export class RawChromiums {
 
   /** Closes whatever is still open; returns pids that outlived every dispose() and had to be killed. */
   async disposeAll(): Promise<number[]> {
+    this.closed = true;
     await Promise.all([...this.open].map((p) => this.dispose(p)));
     const strays = await killMarked(this.base);
     await rm(this.base, { recursive: true, force: true });

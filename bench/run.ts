@@ -29,6 +29,9 @@ const CONFIG = {
   warmupCalls: 200,
 };
 
+const progress = (msg: string) => console.error(`[bench] ${msg}`);
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+
 /** Undo steps, run last-in first-out on exit or on a signal, so no browser or daemon outlives the bench. */
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -41,12 +44,16 @@ async function cleanup(): Promise<void> {
   }
 }
 
+/** Ctrl-C reaches tsx and this process both, and tsx forwards it too: later signals must not kill the cleanup. */
+let interrupted = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, () => void cleanup().finally(() => process.exit(130)));
+  process.on(sig, () => {
+    if (interrupted) return;
+    interrupted = true;
+    progress(`${sig}: stopping the daemon and every browser`);
+    void cleanup().finally(() => process.exit(130));
+  });
 }
-
-const progress = (msg: string) => console.error(`[bench] ${msg}`);
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 
 /** Starts everything the scenarios need and registers how to stop each part. */
 async function setUp(): Promise<BenchContext> {
@@ -107,6 +114,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  // After a signal the cleanup pulls things from under the run; that failure is expected.
+  if (interrupted) return;
   console.error(err instanceof Error ? (err.stack ?? err.message) : err);
   process.exitCode = 1;
 });

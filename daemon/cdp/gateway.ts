@@ -22,7 +22,13 @@ export interface GatewayDeps {
  * relays websocket frames both ways. Each connection holds the session active while it is open.
  */
 export class CdpGateway {
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+  // Frames are relayed, not read: validating their UTF-8 on the way through is wasted work.
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: MAX_PAYLOAD,
+    skipUTF8Validation: true,
+  });
 
   constructor(private readonly deps: GatewayDeps) {}
 
@@ -58,7 +64,11 @@ export class CdpGateway {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname.replace(/\/+$/, '') !== CDP_PATH) throw new NotFoundError(`no websocket endpoint at ${url.pathname}`);
     const session = await this.sessionFor(url.searchParams.get('jwt'));
-    const upstream = new WebSocket(session.chromium.wsUrl, { perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+    const upstream = new WebSocket(session.chromium.wsUrl, {
+      perMessageDeflate: false,
+      maxPayload: MAX_PAYLOAD,
+      skipUTF8Validation: true,
+    });
     await new Promise<void>((resolve, reject) => {
       upstream.once('open', resolve);
       upstream.once('error', reject);
