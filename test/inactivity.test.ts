@@ -24,7 +24,7 @@ test('inactivity ends an idle session; an open CDP connection holds it until it 
     await waitFor(() => isDeleted(idle.session_id), 30_000, 'the idle session to time out');
     const idleFor = (Date.now() - createdAt) / 1000;
     assert.ok(idleFor >= 9, `ended after ${idleFor}s, not before its 10 s timeout`);
-    assert.ok(idleFor <= 22, `ended after ${idleFor}s, within timeout + check period`);
+    assert.ok(idleFor <= 25, `ended after ${idleFor}s, within timeout + check period (+ slack for a loaded machine)`);
     assert.deepEqual(await findMarkedProcesses(d.home, idle.session_id), [], 'its processes are gone');
 
     // Well past its timeout, the connected session lives, and is usable.
@@ -38,6 +38,6 @@ test('inactivity ends an idle session; an open CDP connection holds it until it 
   const leftAt = Date.now();
   await waitFor(() => isDeleted(held.session_id), 30_000, 'the session to time out after its client left');
   const after = (Date.now() - leftAt) / 1000;
-  assert.ok(after >= 9 && after <= 22, `ended ${after}s after the last client left`);
+  assert.ok(after >= 9 && after <= 25, `ended ${after}s after the last client left`);
   assert.deepEqual(await findMarkedProcesses(d.home, held.session_id), []);
 });
