@@ -11,8 +11,12 @@ import { callApi, cleanEnv, CLI, startTestDaemon, waitFor } from './helpers/daem
 test('daemon stop closes live sessions with Browser.close and leaves nothing behind', async () => {
   const d = await startTestDaemon();
   try {
-    const headless = (await d.api('POST', '/browsers', { headless: true })).body;
-    const headful = (await d.api('POST', '/browsers', { viewport: { width: 1440, height: 900 } })).body;
+    const created = [
+      await d.api('POST', '/browsers', { headless: true }),
+      await d.api('POST', '/browsers', { viewport: { width: 1440, height: 900 } }),
+    ];
+    for (const c of created) assert.equal(c.status, 200, c.text);
+    const [headless, headful] = created.map((c) => c.body);
     for (const s of [headless, headful]) assert.ok(existsSync(join(d.home, 'sessions', s.session_id)));
     const stop = await d.cli(['daemon', 'stop']);
     assert.equal(stop.exitCode, 0, stop.stderr);
