@@ -50,7 +50,7 @@ async function deleteSession(d: TestDaemon, id: string): Promise<void> {
   if (res.status !== 204) throw new Error(`DELETE /browsers/${id} answered ${res.status}: ${res.text}`);
 }
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
+export async function timed(fn: () => Promise<unknown>): Promise<number> {
   const start = performance.now();
   await fn();
   return performance.now() - start;
@@ -75,7 +75,7 @@ export async function rawLaunch(ctx: BenchContext): Promise<number> {
 }
 
 /** What a typical client does once connected: playwright over CDP, load a page, disconnect. */
-async function visit(wsUrl: string, pageUrl: string): Promise<void> {
+export async function visit(wsUrl: string, pageUrl: string): Promise<void> {
   const browser = await chromium.connectOverCDP(wsUrl);
   try {
     const context = browser.contexts()[0] ?? (await browser.newContext());
@@ -89,7 +89,7 @@ async function visit(wsUrl: string, pageUrl: string): Promise<void> {
 }
 
 /** create -> connectOverCDP -> goto -> disconnect -> DELETE, all timed. */
-export async function daemonCycle(ctx: BenchContext): Promise<number> {
+export async function daemonCycle(ctx: Pick<BenchContext, 'daemon' | 'pageUrl'>): Promise<number> {
   return timed(async () => {
     const session = await createSession(ctx.daemon, { headless: true });
     try {

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { VERSION } from '../src/version.js';
-import { browsersCommand, createCommand, deleteCommand, listCommand } from './commands/browsers.js';
+import { browsersCommand, createCommand, deleteCommand, listCommand, liveCommand } from './commands/browsers.js';
+import { poolsCommand } from './commands/pools.js';
 import { authCommand, daemonCommand, doctorCommand, envCommand } from './commands/system.js';
 import { printError } from './output.js';
 
@@ -15,7 +16,9 @@ const program = new Command('rbrowse')
 program.addCommand(createCommand('create'));
 program.addCommand(listCommand('ls'));
 program.addCommand(deleteCommand('rm'));
+program.addCommand(liveCommand());
 program.addCommand(browsersCommand());
+program.addCommand(poolsCommand());
 program.addCommand(daemonCommand());
 program.addCommand(authCommand());
 program.addCommand(envCommand());

@@ -13,6 +13,17 @@ export function printFields(fields: [string, unknown][]): void {
   }
 }
 
+/** What list commands print: the API objects (--json), ids only (-q), or a table. */
+export function printList<T>(
+  items: T[],
+  o: { json?: boolean; quiet?: boolean },
+  table: { id: (item: T) => string; headers: string[]; row: (item: T) => string[] },
+): void {
+  if (o.json) return printJson(items);
+  if (o.quiet) return items.forEach((item) => process.stdout.write(`${table.id(item)}\n`));
+  printTable(table.headers, items.map(table.row));
+}
+
 export function printTable(headers: string[], rows: string[][]): void {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();

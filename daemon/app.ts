@@ -3,10 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import { baseUrlFor, homePaths } from '../src/config.js';
 import { Auth } from './auth.js';
 import { DisplayAllocator } from './browser/xvfb.js';
-import { CdpGateway } from './cdp/gateway.js';
+import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
+import { UpgradeRouter } from './http/upgrades.js';
+import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
 import { buildServer } from './http/server.js';
 import { browserHandlers } from './http/routes/browsers.js';
+import { poolHandlers } from './http/routes/pools.js';
 import { systemHandlers } from './http/routes/system.js';
+import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './reaper.js';
 import { SessionManager } from './sessions/manager.js';
 import { Store } from './store.js';
@@ -23,6 +27,7 @@ export interface DaemonOptions {
 export interface Daemon {
   server: FastifyInstance;
   sessions: SessionManager;
+  pools: PoolManager;
   baseUrl: string;
   listen(): Promise<string>;
   /** Ends every session (closing each browser gracefully), then the server. */
@@ -57,17 +62,24 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       noSandbox: process.getuid?.() === 0,
     },
   });
+  const pools = new PoolManager({ store, sessions, log: opts.log });
   const gateway = new CdpGateway({ sessions, tokens, log: opts.log });
   const server = await buildServer({
     auth,
     log: opts.log,
-    handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions) },
+    handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions), ...poolHandlers(pools) },
   });
-  gateway.attach(server.server);
+  const liveView = new LiveView({ sessions, tokens });
+  await liveView.register(server);
+  new UpgradeRouter(opts.log)
+    .add(CDP_PATH, (req, socket, head, url) => gateway.upgrade(req, socket, head, url))
+    .add(LIVE_WS_PATH, (req, socket, head, url) => liveView.upgrade(req, socket, head, url))
+    .attach(server.server);
 
   return {
     server,
     sessions,
+    pools,
     get baseUrl() {
       return baseUrl;
     },
@@ -77,9 +89,11 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       const port = typeof address === 'object' && address ? address.port : opts.port;
       baseUrl = baseUrlFor(opts.host, port);
       sessions.startInactivityChecks();
+      pools.start();
       return baseUrl;
     },
     async close() {
+      pools.close();
       await sessions.endAll('daemon_stop');
       await server.close();
     },

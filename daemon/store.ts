@@ -2,6 +2,7 @@ import { mkdir, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
+import type { BrowserPoolConfig } from '../src/api/schemas.js';
 import type { Viewport } from '../src/viewport.js';
 
 export interface OrgRecord {
@@ -36,7 +37,10 @@ export interface SessionRecord {
   kiosk_mode: boolean;
   timeout_seconds: number;
   viewport: Viewport;
+  /** The jwt of cdp_ws_url. */
   jwt: string;
+  /** The jwt of browser_live_view_url (headful sessions only). */
+  live_jwt?: string;
   name?: string;
   tags?: Record<string, string>;
   start_url?: string;
@@ -44,6 +48,16 @@ export interface SessionRecord {
   invocation_id?: string;
   persistence?: { id: string };
   runtime?: SessionRuntimeRecord;
+  /** Set on a pool's browsers, idle or acquired. */
+  pool?: { id: string; name?: string };
+}
+
+/** A pool definition; its browsers and counts live only in the running daemon. */
+export interface PoolRecord {
+  id: string;
+  org_id: string;
+  created_at: string;
+  config: BrowserPoolConfig;
 }
 
 export interface State {
@@ -51,9 +65,10 @@ export interface State {
   orgs: OrgRecord[];
   api_keys: ApiKeyRecord[];
   sessions: SessionRecord[];
+  pools: PoolRecord[];
 }
 
-const emptyState = (): State => ({ version: 1, orgs: [], api_keys: [], sessions: [] });
+const emptyState = (): State => ({ version: 1, orgs: [], api_keys: [], sessions: [], pools: [] });
 
 /**
  * The JSON state file. lowdb's steno writer replaces the file by rename, so a kill -9 at any

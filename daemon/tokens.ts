@@ -2,12 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import { readOrCreateSecret } from './auth.js';
 
+/** cdp: the CDP websocket; live: the live view. A live-view URL handed to a watcher must not drive CDP. */
+export type TokenScope = 'cdp' | 'live';
+
 export interface SessionClaims {
   session: { id: string; org_id: string };
+  scope: TokenScope;
 }
 
 /**
- * Signs and checks the `jwt` carried by cdp_ws_url (and later the live-view URL). The secret
+ * Signs and checks the `jwt` carried by cdp_ws_url and browser_live_view_url. The secret
  * stays in RBROWSE_HOME, so URLs handed out before a restart still verify after it.
  */
 export class SessionTokens {
@@ -18,8 +22,8 @@ export class SessionTokens {
     return new SessionTokens(new TextEncoder().encode(secret));
   }
 
-  sign(sessionId: string, orgId: string): Promise<string> {
-    const claims: SessionClaims = { session: { id: sessionId, org_id: orgId } };
+  sign(sessionId: string, orgId: string, scope: TokenScope): Promise<string> {
+    const claims: SessionClaims = { session: { id: sessionId, org_id: orgId }, scope };
     return new SignJWT({ ...claims })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(sessionId)
@@ -28,13 +32,13 @@ export class SessionTokens {
       .sign(this.key);
   }
 
-  /** The session the token names, or null for anything forged, tampered, or malformed. */
-  async verify(token: string | undefined | null): Promise<SessionClaims['session'] | null> {
+  /** The session the token names for this scope, or null for anything forged, tampered, malformed or of another scope. */
+  async verify(token: string | undefined | null, scope: TokenScope): Promise<SessionClaims['session'] | null> {
     if (!token) return null;
     try {
       const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], issuer: 'rbrowse' });
-      const session = (payload as Partial<SessionClaims>).session;
-      if (!session || typeof session.id !== 'string' || session.id !== payload.sub) return null;
+      const { session, scope: tokenScope } = payload as Partial<SessionClaims>;
+      if (!session || typeof session.id !== 'string' || session.id !== payload.sub || tokenScope !== scope) return null;
       return session;
     } catch {
       return null;

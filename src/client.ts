@@ -60,7 +60,8 @@ export class RbrowseClient {
       }
       throw new ApiCallError(res.statusCode, parsed);
     }
-    const data = (text ? JSON.parse(text) : undefined) as ResponseOf<K>;
+    // An empty answer of a route with a body is its 204 (an acquire that timed out): null.
+    const data = (text ? JSON.parse(text) : route.success.body ? null : undefined) as ResponseOf<K>;
     return { status: res.statusCode, headers: res.headers, data };
   }
 }

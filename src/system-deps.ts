@@ -45,6 +45,14 @@ const fontDir = (dir: string) => () => (existsSync(dir) ? dir : null);
 export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'chromium', why: 'the browser of every session', apt: 'chromium', find: () => findChromium() },
   { name: 'Xvfb', why: 'a display per headful session', apt: 'xvfb', find: () => which('Xvfb') },
+  {
+    name: 'matchbox',
+    why: 'a window manager, so the browser window fills its display',
+    apt: 'matchbox-window-manager',
+    find: () => which('matchbox-window-manager'),
+  },
+  { name: 'xrandr', why: 'exact and changeable display sizes', apt: 'x11-xserver-utils', find: () => which('xrandr') },
+  { name: 'xprop', why: 'knowing when a display is ready', apt: 'x11-utils', find: () => which('xprop') },
   { name: 'x11vnc', why: 'live view of headful sessions', apt: 'x11vnc', find: () => which('x11vnc') },
   { name: 'xdotool', why: 'mouse and keyboard input', apt: 'xdotool', find: () => which('xdotool') },
   { name: 'bwrap', why: 'per-session filesystem isolation', apt: 'bubblewrap', find: () => which('bwrap') },

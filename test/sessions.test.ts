@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright';
 import puppeteer from 'puppeteer-core';
-import WebSocket from 'ws';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { startTestDaemon, upgradeStatus, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -29,21 +28,6 @@ async function create(body: object = { headless: true }) {
   return res.body;
 }
 
-/** Opens a raw websocket; resolves with the HTTP status of a refused upgrade, or 101 once open. */
-function upgradeStatus(url: string): Promise<number> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url);
-    ws.once('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.once('error', () => resolve(-1));
-  });
-}
 
 describe('sessions', () => {
   test('a headless session has every field of the spec, with defaults', async () => {

@@ -1,22 +1,24 @@
+import { spawn } from 'node:child_process';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { which } from '../../src/system-deps.js';
 import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
 import { parseViewportArg } from '../../src/viewport.js';
 import { clientFor } from '../context.js';
-import { age, printFields, printJson, printTable } from '../output.js';
+import { age, printFields, printJson, printList } from '../output.js';
 
-function seconds(value: string): number {
+export function seconds(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n)) throw new InvalidArgumentError('expected whole seconds');
   return n;
 }
 
-function viewport(value: string) {
+export function viewport(value: string) {
   const v = parseViewportArg(value);
   if (!v) throw new InvalidArgumentError('expected WIDTHxHEIGHT or WIDTHxHEIGHT@RATE, e.g. 1024x768');
   return v;
 }
 
-function tag(value: string, previous: Record<string, string> = {}) {
+export function tag(value: string, previous: Record<string, string> = {}) {
   const i = value.indexOf('=');
   if (i < 1) throw new InvalidArgumentError('expected KEY=VALUE');
   return { ...previous, [value.slice(0, i)]: value.slice(i + 1) };
@@ -38,6 +40,7 @@ export function printSession(s: BrowserSession): void {
     ['kiosk_mode', s.kiosk_mode],
     ['timeout_seconds', s.timeout_seconds],
     ['proxy_id', s.proxy_id],
+    ['pool', s.pool ? (s.pool.name ?? s.pool.id) : undefined],
     ['tags', s.tags && Object.keys(s.tags).length ? s.tags : undefined],
     ['created_at', s.created_at],
   ]);
@@ -87,11 +90,10 @@ export function listCommand(name: string): Command {
       const items = await (await clientFor(cmd)).call('listBrowsers', {
         query: { status: o.status, limit: o.limit, offset: o.offset },
       });
-      if (o.json) return printJson(items);
-      if (o.quiet) return items.forEach((s) => process.stdout.write(`${s.session_id}\n`));
-      printTable(
-        ['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'AGE', 'STATUS'],
-        items.map((s) => [
+      printList(items, o, {
+        id: (s) => s.session_id,
+        headers: ['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'AGE', 'STATUS'],
+        row: (s) => [
           s.session_id,
           s.name ?? '',
           s.headless ? 'headless' : 'headful',
@@ -99,8 +101,8 @@ export function listCommand(name: string): Command {
           `${s.timeout_seconds}s`,
           age(s.created_at),
           s.deleted_at ? 'deleted' : 'active',
-        ]),
-      );
+        ],
+      });
     });
 }
 
@@ -142,14 +144,17 @@ export function browsersCommand(): Command {
     .argument('<id>', 'session id or name')
     .option('--proxy-id <id>', 'route through this proxy ("" removes it)')
     .option('--name <name>', 'rename ("" removes the name)')
+    .option('--viewport <WxH[@R]>', 'resize the screen and window to a supported viewport', viewport)
+    .option('--force', 'resize even while live-view viewers are connected')
     .option('--json', 'print the API object')
-    .addHelpText('after', '\nExample:\n  rbrowse browsers update k0ahd3fvbqzs5lqgtjfnh4ke --proxy-id ""')
+    .addHelpText('after', '\nExamples:\n  rbrowse browsers update k0ahd3fvbqzs5lqgtjfnh4ke --proxy-id ""\n  rbrowse browsers update my-session --viewport 1440x900 --force')
     .action(async (id: string, o, cmd: Command) => {
       const s = await (await clientFor(cmd)).call('updateBrowser', {
         params: { id },
         body: {
           ...(o.proxyId !== undefined ? { proxy_id: o.proxyId } : {}),
           ...(o.name !== undefined ? { name: o.name === '' ? null : o.name } : {}),
+          ...(o.viewport ? { viewport: { ...o.viewport, ...(o.force ? { force: true } : {}) } } : {}),
         },
       });
       if (o.json) printJson(s);
@@ -157,4 +162,25 @@ export function browsersCommand(): Command {
     });
   browsers.addCommand(deleteCommand('delete').alias('rm'));
   return browsers;
+}
+
+/** Where a desktop browser can be opened: a graphical session with xdg-open. */
+function canOpenBrowser(): boolean {
+  return Boolean((process.env.DISPLAY || process.env.WAYLAND_DISPLAY) && which('xdg-open'));
+}
+
+export function liveCommand(): Command {
+  return new Command('live')
+    .description('print the live view URL of a headful session, and open it in a desktop browser')
+    .argument('<id>', 'session id or name')
+    .option('--no-open', 'only print the URL')
+    .option('--read-only', 'a view without input')
+    .addHelpText('after', '\nExample:\n  rbrowse live my-session --no-open')
+    .action(async (id: string, o, cmd: Command) => {
+      const s = await (await clientFor(cmd)).call('getBrowser', { params: { id }, query: {} });
+      if (!s.browser_live_view_url) throw new Error(`session ${s.session_id} is headless: it has no live view`);
+      const url = o.readOnly ? `${s.browser_live_view_url}&readOnly=true` : s.browser_live_view_url;
+      process.stdout.write(`${url}\n`);
+      if (o.open && canOpenBrowser()) spawn('xdg-open', [url], { stdio: 'ignore', detached: true }).unref();
+    });
 }

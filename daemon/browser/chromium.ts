@@ -87,6 +87,56 @@ export class ChromiumProcess {
   }
 }
 
+/** Sends CDP commands over a short-lived browser connection, in order; resolves with their results. */
+export async function cdpCommands(
+  wsUrl: string,
+  run: (send: (method: string, params?: object) => Promise<any>) => Promise<void>,
+): Promise<void> {
+  const ws = new WebSocket(wsUrl, { perMessageDeflate: false });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  let next = 0;
+  const pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
+  ws.on('message', (data) => {
+    const msg = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: { message: string } };
+    const p = msg.id === undefined ? undefined : pending.get(msg.id);
+    if (!p) return;
+    pending.delete(msg.id!);
+    if (msg.error) p.reject(new Error(msg.error.message));
+    else p.resolve(msg.result);
+  });
+  const send = (method: string, params: object = {}) =>
+    new Promise<any>((resolve, reject) => {
+      const id = ++next;
+      pending.set(id, { resolve, reject });
+      ws.send(JSON.stringify({ id, method, params }));
+    });
+  try {
+    await run(send);
+  } finally {
+    ws.terminate();
+  }
+}
+
+/** Sets every page window to width x height (the window manager, if any, may refit it to the screen). */
+export async function resizeWindows(wsUrl: string, width: number, height: number): Promise<void> {
+  await cdpCommands(wsUrl, async (send) => {
+    const { targetInfos } = await send('Target.getTargets');
+    const windows = new Set<number>();
+    for (const t of targetInfos as { targetId: string; type: string }[]) {
+      if (t.type !== 'page') continue;
+      const { windowId } = await send('Browser.getWindowForTarget', { targetId: t.targetId });
+      windows.add(windowId);
+    }
+    for (const windowId of windows) {
+      await send('Browser.setWindowBounds', { windowId, bounds: { windowState: 'normal' } }).catch(() => {});
+      await send('Browser.setWindowBounds', { windowId, bounds: { left: 0, top: 0, width, height } });
+    }
+  });
+}
+
 function sendBrowserClose(wsUrl: string): Promise<void> {
   return new Promise((resolve) => {
     const ws = new WebSocket(wsUrl, { perMessageDeflate: false });

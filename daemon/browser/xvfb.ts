@@ -1,5 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { killGroup, signal, within } from './procs.js';
+import { execa } from 'execa';
+import { killGroup, signal, sleep, within } from './procs.js';
+
+/** The framebuffer every display gets: the largest supported viewport, so RANDR can resize within it. */
+export const MAX_SCREEN = { width: 2560, height: 1440 };
 
 export interface Display {
   /** X display number, e.g. 3 for ":3". */
@@ -8,6 +12,8 @@ export interface Display {
   width: number;
   height: number;
   exited: Promise<void>;
+  /** Changes the screen size (RANDR); the window manager refits the browser window to it. */
+  resize(width: number, height: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -18,40 +24,87 @@ export interface DisplayRequest {
 }
 
 /**
- * Gives each headful session a display of its own. Xvfb's -displayfd picks a free display number
- * itself, under the X server's own lock files, so concurrent sessions and concurrent daemons
- * never race for a number.
+ * Gives each headful session a display of its own: Xvfb plus a window manager. Xvfb's -displayfd
+ * picks a free display number itself, under the X server's own lock files, so concurrent sessions
+ * and daemons never race for a number. The window manager (matchbox, no title bar) makes the
+ * browser window fill the screen exactly: without one, Chromium shrinks a window that matches
+ * the screen by a pixel, and --kiosk cannot go fullscreen.
  */
 export class DisplayAllocator {
-  constructor(private readonly xvfbPath = 'Xvfb') {}
+  constructor(
+    private readonly bins = { xvfb: 'Xvfb', xrandr: 'xrandr', xprop: 'xprop', wm: 'matchbox-window-manager' },
+  ) {}
 
   async start(req: DisplayRequest): Promise<Display> {
-    const child = spawn(
-      this.xvfbPath,
-      ['-displayfd', '3', '-screen', '0', `${req.width}x${req.height}x24`, '-nolisten', 'tcp', '+extension', 'RANDR'],
+    const xvfb = spawn(
+      this.bins.xvfb,
+      [
+        '-displayfd', '3',
+        '-screen', '0', `${MAX_SCREEN.width}x${MAX_SCREEN.height}x24`,
+        '-nolisten', 'tcp',
+        '+extension', 'RANDR',
+        // Without it Xvfb resets (dropping our RANDR modes) whenever its last client leaves.
+        '-noreset',
+      ],
       { stdio: ['ignore', 'ignore', 'pipe', 'pipe'], detached: true, env: req.env },
     );
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const exited = new Promise<void>((resolve) => xvfb.once('exit', () => resolve()));
     let stderr = '';
-    child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
+    xvfb.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
+    let wm: ChildProcess | undefined;
+    const stopAll = async () => {
+      if (wm?.pid) killGroup(wm.pid, 'SIGKILL');
+      signal(xvfb.pid!, 'SIGTERM');
+      if (!(await within(2000, exited))) killGroup(xvfb.pid!, 'SIGKILL');
+      await within(2000, exited);
+    };
     try {
-      const number = await readDisplayNumber(child, exited);
-      return {
+      const number = await readDisplayNumber(xvfb, exited);
+      const env = { ...req.env, DISPLAY: `:${number}` };
+      const display: Display = {
         number,
-        pid: child.pid!,
+        pid: xvfb.pid!,
         width: req.width,
         height: req.height,
         exited,
-        stop: async () => {
-          signal(child.pid!, 'SIGTERM');
-          if (!(await within(2000, exited))) killGroup(child.pid!, 'SIGKILL');
-          await within(2000, exited);
+        resize: async (width, height) => {
+          await this.setMode(env, width, height);
+          display.width = width;
+          display.height = height;
         },
+        stop: stopAll,
       };
+      wm = spawn(this.bins.wm, ['-use_titlebar', 'no'], { stdio: 'ignore', detached: true, env });
+      await Promise.all([display.resize(req.width, req.height), this.windowManagerReady(env)]);
+      return display;
     } catch (err) {
-      killGroup(child.pid!, 'SIGKILL');
-      throw new Error(`Xvfb did not start: ${(err as Error).message}${stderr ? `\n${stderr.trim()}` : ''}`);
+      await stopAll();
+      throw new Error(`display did not start: ${(err as Error).message}${stderr ? `\n${stderr.trim()}` : ''}`);
     }
+  }
+
+  /**
+   * A browser window mapped before the window manager runs stays unmanaged (and a pixel short),
+   * so the display is ready only once the manager has announced itself on the root window.
+   */
+  private async windowManagerReady(env: Record<string, string>): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      const r = await execa(this.bins.xprop, ['-root', '_NET_SUPPORTING_WM_CHECK'], { env, extendEnv: false, reject: false });
+      if (/window id/.test(String(r.stdout))) return;
+      await sleep(10);
+    }
+    throw new Error('the window manager did not start');
+  }
+
+  /** RANDR: define the mode once (re-defining fails harmlessly), add it to the output, switch to it. */
+  private async setMode(env: Record<string, string>, width: number, height: number): Promise<void> {
+    const name = `${width}x${height}`;
+    const xrandr = (args: string[]) => execa(this.bins.xrandr, args, { env, extendEnv: false, reject: false });
+    await xrandr(['--newmode', name, '60', `${width}`, `${width}`, `${width}`, `${width}`, `${height}`, `${height}`, `${height}`, `${height}`]);
+    await xrandr(['--addmode', 'screen', name]);
+    const r = await xrandr(['--output', 'screen', '--mode', name]);
+    if (r.exitCode !== 0) throw new Error(`xrandr could not set ${name}: ${String(r.stderr).trim()}`);
   }
 }
 

@@ -1,8 +1,8 @@
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { request } from 'undici';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
-import { ApiError, NotFoundError, UnauthorizedError } from '../../src/errors.js';
+import { NotFoundError, UnauthorizedError } from '../../src/errors.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { SessionTokens } from '../tokens.js';
@@ -32,19 +32,9 @@ export class CdpGateway {
 
   constructor(private readonly deps: GatewayDeps) {}
 
-  attach(server: Server): void {
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      socket.on('error', () => socket.destroy());
-      void this.onUpgrade(req, socket, head).catch((err) => {
-        this.deps.log('cdp upgrade failed', { error: String(err) });
-        refuse(socket, err instanceof ApiError ? err : new ApiError(502, 'bad_gateway', 'browser unreachable'));
-      });
-    });
-  }
-
   /** Resolves a jwt to its running session, or throws 401/404. */
   async sessionFor(jwt: string | undefined | null): Promise<LiveSession> {
-    const claims = await this.deps.tokens.verify(jwt);
+    const claims = await this.deps.tokens.verify(jwt, 'cdp');
     if (!claims) throw new UnauthorizedError('missing or invalid jwt');
     const session = this.deps.sessions.liveSession(claims.id);
     // The jwt must also match the record it was issued for, so a token of an ended session never revives.
@@ -60,9 +50,8 @@ export class CdpGateway {
     return { ...body, webSocketDebuggerUrl: `${publicWsUrl}${CDP_PATH}?jwt=${jwt}` };
   }
 
-  private async onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname.replace(/\/+$/, '') !== CDP_PATH) throw new NotFoundError(`no websocket endpoint at ${url.pathname}`);
+  /** The websocket upgrade of CDP_PATH: refused (throws) before any byte reaches Chromium unless the jwt holds. */
+  async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const session = await this.sessionFor(url.searchParams.get('jwt'));
     const upstream = new WebSocket(session.chromium.wsUrl, {
       perMessageDeflate: false,
@@ -81,7 +70,7 @@ export class CdpGateway {
   }
 
   private relay(session: LiveSession, client: WebSocket, upstream: WebSocket): void {
-    const release = session.hold(() => client.close(1001, 'browser session ended'));
+    const release = session.hold('cdp', () => client.close(1001, 'browser session ended'));
     const closeBoth = () => {
       release();
       if (client.readyState !== WebSocket.CLOSED) client.terminate();
@@ -118,14 +107,4 @@ function interceptBrowserClose(data: Buffer, client: WebSocket): boolean {
     client.close(1000, 'Browser.close ends this connection, not the session'),
   );
   return true;
-}
-
-function refuse(socket: Duplex, err: ApiError): void {
-  if (socket.destroyed) return;
-  const body = JSON.stringify(err.toBody());
-  const reason = { 401: 'Unauthorized', 404: 'Not Found' }[err.status] ?? 'Bad Gateway';
-  socket.end(
-    `HTTP/1.1 ${err.status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `x-should-retry: false\r\nConnection: close\r\n\r\n${body}`,
-  );
 }

@@ -118,6 +118,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     const handler = deps.handlers[op] as (ctx: object) => unknown;
     const response: Record<string, TSchema | object> = {
       [route.success.status]: route.success.body ?? { type: 'null', description: 'No Content' },
+      ...(route.noContentOnNull ? { 204: { type: 'null', description: 'No Content' } } : {}),
       '4xx': ErrorBodySchema,
       '5xx': ErrorBodySchema,
     };
@@ -145,6 +146,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           request,
           reply,
         });
+        if (result === null && route.noContentOnNull) return reply.code(204).send();
         reply.code(route.success.status);
         return route.success.body ? result : reply.send();
       },

@@ -1,8 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { launchChromium, type ChromiumProcess } from '../browser/chromium.js';
+import { launchChromium, resizeWindows, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv } from '../browser/procs.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
+import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
 import type { SessionRecord } from '../store.js';
 
@@ -60,25 +61,34 @@ export async function prepareSessionDirs(sessionsDir: string, home: string, id: 
  * A running session: owns its Chromium, its Xvfb (when headful) and its directories, and is the
  * only thing that stops them. Activity holds (CDP clients, viewers) keep the inactivity timer off.
  */
+export type ClientKind = 'cdp' | 'viewer';
+
 export class LiveSession {
-  private holds = 0;
+  private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0 };
   private lastActivity = Date.now();
   private stopping?: Promise<{ graceful: boolean }>;
-  private readonly closers = new Set<() => void>();
+  /** How to disconnect each connected client, by kind. */
+  private readonly closers = new Map<() => void, ClientKind>();
 
   private constructor(
     readonly record: SessionRecord,
     readonly chromium: ChromiumProcess,
     readonly display: Display | undefined,
+    private vnc: VncServer | undefined,
     private readonly deps: RuntimeDeps,
+    private readonly env: Record<string, string>,
   ) {}
 
   static async start(record: SessionRecord, deps: RuntimeDeps): Promise<LiveSession> {
     const { dirs, env } = await prepareSessionDirs(deps.sessionsDir, deps.home, record.id);
     let display: Display | undefined;
+    let vnc: Promise<VncServer> | undefined;
     try {
       if (!record.headless) {
         display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env });
+        // The live view's server starts while Chromium does; both only need the display.
+        vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env });
+        vnc.catch(() => {});
       }
       const chromium = await launchChromium({
         executable: deps.chromiumPath,
@@ -91,8 +101,9 @@ export class LiveSession {
         startUrl: record.start_url,
         noSandbox: deps.noSandbox,
       });
-      return new LiveSession(record, chromium, display, deps);
+      return new LiveSession(record, chromium, display, await vnc, deps, env);
     } catch (err) {
+      await (await vnc?.catch(() => undefined))?.stop();
       await display?.stop();
       await killMarked(deps.home, record.id);
       await removeTree(dirs.root);
@@ -108,15 +119,18 @@ export class LiveSession {
     return this.stopping !== undefined;
   }
 
-  /** Marks a client as connected; call the returned function when it leaves. */
-  hold(onStop?: () => void): () => void {
-    this.holds++;
-    if (onStop) this.closers.add(onStop);
+  /**
+   * Marks a client (CDP or live-view viewer) as connected, which keeps the session active; call
+   * the returned function when it leaves. onStop disconnects it when the session ends.
+   */
+  hold(kind: ClientKind, onStop?: () => void): () => void {
+    this.clients[kind]++;
+    if (onStop) this.closers.set(onStop, kind);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.holds--;
+      this.clients[kind]--;
       this.lastActivity = Date.now();
       if (onStop) this.closers.delete(onStop);
     };
@@ -124,18 +138,42 @@ export class LiveSession {
 
   /** Milliseconds without any client, or 0 while one is connected. */
   idleFor(now = Date.now()): number {
-    return this.holds > 0 ? 0 : now - this.lastActivity;
+    return this.clients.cdp + this.clients.viewer > 0 ? 0 : now - this.lastActivity;
   }
 
-  get connectedClients(): number {
-    return this.holds;
+  connected(kind: ClientKind): number {
+    return this.clients[kind];
+  }
+
+  /** The loopback port of this session's VNC server (headful sessions only). */
+  get vncPort(): number | undefined {
+    return this.vnc?.port;
+  }
+
+  /**
+   * Resizes the browser window and, for a headful session, the screen under it. The VNC server is
+   * restarted so its pacing follows the new refresh rate; connected viewers are dropped. (A
+   * headless browser keeps the screen size it was launched with.)
+   */
+  async resize(viewport: { width: number; height: number; refresh_rate: number }): Promise<void> {
+    if (this.display) {
+      for (const [close, kind] of [...this.closers]) if (kind === 'viewer') close();
+      await this.vnc?.stop();
+      this.vnc = undefined;
+      await this.display.resize(viewport.width, viewport.height);
+    }
+    await resizeWindows(this.chromium.wsUrl, viewport.width, viewport.height);
+    if (this.display) {
+      this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env });
+    }
   }
 
   /** Resolves whether Chromium closed by itself on Browser.close (else it had to be killed). */
   stop(): Promise<{ graceful: boolean }> {
     this.stopping ??= (async () => {
-      for (const close of [...this.closers]) close();
+      for (const close of [...this.closers.keys()]) close();
       const graceful = await this.chromium.close();
+      await this.vnc?.stop();
       await this.display?.stop();
       // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
       await killMarked(this.deps.home, this.id);

@@ -8,6 +8,7 @@ import {
 } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
+import { paginate, type ListPage as Page } from '../paging.js';
 import type { OrgRecord, SessionRecord, Store } from '../store.js';
 import type { SessionTokens } from '../tokens.js';
 import { LiveSession, type RuntimeDeps } from './live-session.js';
@@ -25,10 +26,11 @@ export interface SessionManagerDeps {
   log: (msg: string, extra?: object) => void;
 }
 
-export interface ListPage {
-  items: BrowserSession[];
-  hasMore: boolean;
-  nextOffset: number;
+export type ListPage = Page<BrowserSession>;
+
+/** What a session is made for besides its HTTP body: pools create theirs through this. */
+export interface CreateOptions {
+  pool?: { id: string; name?: string };
 }
 
 /** Creates, finds, ends and times out sessions; the only owner of LiveSession objects. */
@@ -40,6 +42,9 @@ export class SessionManager {
   /** Set once the daemon stops: no new session may start after endAll has looked. */
   private closing = false;
   private readonly launching = new Set<Promise<unknown>>();
+  private readonly endListeners: ((record: SessionRecord) => void)[] = [];
+  /** Where a session's inactivity countdown may start at the earliest; Infinity while suspended. */
+  private readonly countdownFrom = new Map<string, number>();
 
   constructor(private readonly deps: SessionManagerDeps) {}
 
@@ -48,26 +53,28 @@ export class SessionManager {
     this.timer.unref();
   }
 
-  async create(org: OrgRecord, body: CreateBrowserBody): Promise<BrowserSession> {
-    const viewport = resolveViewport(body.viewport);
-    if (!viewport) {
-      throw BadRequestError.field('viewport', `unsupported viewport; supported: ${SUPPORTED_VIEWPORTS_TEXT}`);
-    }
-    if (body.name !== undefined) this.assertNameFree(org, body.name);
-    if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
-    const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
-    if (nameKey) this.pendingNames.add(nameKey);
-    const launch = this.launch(org, body, viewport);
-    this.launching.add(launch);
-    try {
-      return await launch;
-    } finally {
-      this.launching.delete(launch);
-      if (nameKey) this.pendingNames.delete(nameKey);
-    }
+  /** Called once for each session that ends, whatever ended it (pools refill from this). */
+  onSessionEnd(listener: (record: SessionRecord) => void): void {
+    this.endListeners.push(listener);
   }
 
-  private async launch(org: OrgRecord, body: CreateBrowserBody, viewport: Viewport): Promise<BrowserSession> {
+  /**
+   * Keeps a session from timing out (a pool's idle browser) until the returned function is
+   * called; its inactivity countdown then starts afresh, whatever its clients did before.
+   */
+  suspendTimeout(id: string): () => void {
+    this.countdownFrom.set(id, Number.POSITIVE_INFINITY);
+    return () => {
+      if (this.live.has(id)) this.countdownFrom.set(id, Date.now());
+    };
+  }
+
+  /**
+   * The checks of a create that need no browser; pools run them when their configuration is set,
+   * so a bad one is refused then rather than failing every launch later. Returns the viewport.
+   */
+  checkConfig(body: CreateBrowserBody): Viewport {
+    const viewport = this.checkedViewport(body.viewport);
     // These resources have no endpoints yet, so no reference to one can exist.
     if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
     if (body.invocation_id) throw new NotFoundError(`invocation ${body.invocation_id} not found`);
@@ -79,22 +86,49 @@ export class SessionManager {
       if (!ext.id && !ext.name) throw BadRequestError.field(`extensions.${i}`, 'provide id or name');
       throw new NotFoundError(`extension ${ext.id ?? ext.name} not found`);
     }
+    return viewport;
+  }
 
+  async create(org: OrgRecord, body: CreateBrowserBody, opts: CreateOptions = {}): Promise<BrowserSession> {
+    const viewport = this.checkConfig(body);
+    if (body.name !== undefined) this.assertNameFree(org, body.name);
+    if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
+    const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
+    if (nameKey) this.pendingNames.add(nameKey);
+    const launch = this.launch(org, body, viewport, opts);
+    this.launching.add(launch);
+    try {
+      return await launch;
+    } finally {
+      this.launching.delete(launch);
+      if (nameKey) this.pendingNames.delete(nameKey);
+    }
+  }
+
+  private async launch(
+    org: OrgRecord,
+    body: CreateBrowserBody,
+    viewport: Viewport,
+    opts: CreateOptions,
+  ): Promise<BrowserSession> {
     const id = newId();
+    const headless = body.headless ?? false;
     const record: SessionRecord = {
       id,
       org_id: org.id,
       created_at: new Date().toISOString(),
-      headless: body.headless ?? false,
+      headless,
       stealth: body.stealth ?? false,
       kiosk_mode: body.kiosk_mode ?? false,
       timeout_seconds: body.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
       viewport,
-      jwt: await this.deps.tokens.sign(id, org.id),
+      jwt: await this.deps.tokens.sign(id, org.id, 'cdp'),
+      ...(headless ? {} : { live_jwt: await this.deps.tokens.sign(id, org.id, 'live') }),
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(body.tags ? { tags: body.tags } : {}),
       ...(body.start_url ? { start_url: body.start_url } : {}),
       ...(body.persistence ? { persistence: body.persistence } : {}),
+      ...(opts.pool ? { pool: opts.pool } : {}),
     };
     let session: LiveSession;
     try {
@@ -121,8 +155,6 @@ export class SessionManager {
 
   list(org: OrgRecord, q: ListBrowsersQuery): ListPage {
     const status = q.include_deleted ? 'all' : (q.status ?? 'active');
-    const offset = q.offset ?? 0;
-    const limit = q.limit ?? 20;
     const matches = this.deps.store.data.sessions.filter(
       (s) =>
         s.org_id === org.id &&
@@ -131,9 +163,7 @@ export class SessionManager {
     );
     // Newest first, as an operator looking for the session they just made expects.
     matches.reverse();
-    const items = matches.slice(offset, offset + limit).map((r) => this.view(r));
-    const hasMore = offset + limit < matches.length;
-    return { items, hasMore, nextOffset: hasMore ? offset + limit : 0 };
+    return paginate(matches, q, (r) => this.view(r));
   }
 
   async update(org: OrgRecord, idOrName: string, body: UpdateBrowserBody): Promise<BrowserSession> {
@@ -141,7 +171,17 @@ export class SessionManager {
     // proxy_id: omitted or null leaves it unchanged, "" removes it; proxies cannot exist yet.
     if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
     if (typeof body.name === 'string' && body.name !== record.name) this.assertNameFree(org, body.name);
+    const viewport = body.viewport && this.checkedViewport(body.viewport);
+    if (viewport && body.viewport) {
+      const session = this.live.get(record.id);
+      if (!session || session.isStopping) throw new NotFoundError(`browser session ${idOrName} has ended`);
+      if (session.connected('viewer') > 0 && !body.viewport.force) {
+        throw new ConflictError('live-view viewers are connected; pass viewport.force: true to resize anyway');
+      }
+      await session.resize(viewport);
+    }
     await this.deps.store.update(() => {
+      if (viewport) record.viewport = viewport;
       if (body.proxy_id === '') delete record.proxy_id;
       if (body.name === null) delete record.name;
       else if (body.name !== undefined) record.name = body.name;
@@ -181,6 +221,7 @@ export class SessionManager {
     if (session) {
       ({ graceful } = await session.stop());
       this.live.delete(id);
+      this.countdownFrom.delete(id);
     }
     const record = this.deps.store.data.sessions.find((s) => s.id === id);
     if (record && !record.deleted_at) {
@@ -190,13 +231,15 @@ export class SessionManager {
         delete record.runtime;
       });
       this.deps.log('session ended', { session: id, reason, graceful });
+      for (const listener of this.endListeners) listener(record);
     }
   }
 
   private async endIdleSessions(): Promise<void> {
     const now = Date.now();
     for (const session of this.live.values()) {
-      if (!session.isStopping && session.idleFor(now) >= session.record.timeout_seconds * 1000) {
+      const idle = Math.min(session.idleFor(now), now - (this.countdownFrom.get(session.id) ?? Number.NEGATIVE_INFINITY));
+      if (!session.isStopping && idle >= session.record.timeout_seconds * 1000) {
         await this.end(session.id, 'timeout').catch((err) => this.deps.log('timeout end failed', { error: String(err) }));
       }
     }
@@ -211,6 +254,15 @@ export class SessionManager {
       mine.findLast((s) => s.name === idOrName);
     if (!record) throw new NotFoundError(`browser session ${idOrName} not found`);
     return record;
+  }
+
+  /** The spec's viewport rules; anything unsupported is a 400 listing what is. */
+  private checkedViewport(input?: { width: number; height: number; refresh_rate?: number }): Viewport {
+    const viewport = resolveViewport(input && { width: input.width, height: input.height, refresh_rate: input.refresh_rate });
+    if (!viewport) {
+      throw BadRequestError.field('viewport', `unsupported viewport; supported: ${SUPPORTED_VIEWPORTS_TEXT}`);
+    }
+    return viewport;
   }
 
   private assertNameFree(org: OrgRecord, name: string): void {
@@ -228,6 +280,7 @@ export class SessionManager {
       session_id: r.id,
       created_at: r.created_at,
       cdp_ws_url: `${ws}/browser/cdp?jwt=${r.jwt}`,
+      ...(r.live_jwt ? { browser_live_view_url: `${this.deps.publicUrl()}/browser/live?jwt=${r.live_jwt}` } : {}),
       headless: r.headless,
       stealth: r.stealth,
       timeout_seconds: r.timeout_seconds,
@@ -240,6 +293,7 @@ export class SessionManager {
       ...(r.tags ? { tags: r.tags } : {}),
       ...(r.start_url ? { start_url: r.start_url } : {}),
       ...(r.invocation_id ? { invocation_id: r.invocation_id } : {}),
+      ...(r.pool ? { pool: r.pool } : {}),
     };
   }
 }

@@ -20,6 +20,8 @@ export interface RouteDef {
   body?: TSchema;
   /** Kept out of /openapi.json: protocol plumbing rather than API. */
   hidden?: boolean;
+  /** The handler may answer null, sent as 204 with no body (an acquire that timed out). */
+  noContentOnNull?: true;
 }
 
 const NoContent = { status: 204, body: null } as const;
@@ -99,6 +101,84 @@ export const routes = {
     body: S.CreateKeySchema,
     success: { status: 200, body: S.CreatedKeySchema },
   },
+  createPool: {
+    method: 'POST',
+    url: '/browser_pools',
+    auth: 'key',
+    summary: 'Create a browser pool; it fills in the background at its fill rate',
+    tag: 'browser_pools',
+    body: S.CreatePoolSchema,
+    success: { status: 200, body: S.BrowserPoolSchema },
+  },
+  listPools: {
+    method: 'GET',
+    url: '/browser_pools',
+    auth: 'key',
+    summary: 'List browser pools (X-Has-More / X-Next-Offset headers paginate)',
+    tag: 'browser_pools',
+    querystring: S.ListPoolsQuerySchema,
+    success: { status: 200, body: Type.Array(S.BrowserPoolSchema) },
+  },
+  getPool: {
+    method: 'GET',
+    url: '/browser_pools/:id',
+    auth: 'key',
+    summary: 'Get a browser pool by id or name',
+    tag: 'browser_pools',
+    params: S.IdParamsSchema,
+    success: { status: 200, body: S.BrowserPoolSchema },
+  },
+  updatePool: {
+    method: 'PATCH',
+    url: '/browser_pools/:id',
+    auth: 'key',
+    summary: 'Update a pool; browsers created after use the new configuration (discard_all_idle: now)',
+    tag: 'browser_pools',
+    params: S.IdParamsSchema,
+    body: S.UpdatePoolSchema,
+    success: { status: 200, body: S.BrowserPoolSchema },
+  },
+  deletePool: {
+    method: 'DELETE',
+    url: '/browser_pools/:id',
+    auth: 'key',
+    summary: 'Delete a pool and its browsers; 409 while browsers are leased unless force',
+    tag: 'browser_pools',
+    params: S.IdParamsSchema,
+    querystring: S.DeletePoolQuerySchema,
+    body: S.DeletePoolSchema,
+    success: NoContent,
+  },
+  flushPool: {
+    method: 'POST',
+    url: '/browser_pools/:id/flush',
+    auth: 'key',
+    summary: 'End the idle browsers of a pool; it refills',
+    tag: 'browser_pools',
+    params: S.IdParamsSchema,
+    success: NoContent,
+  },
+  acquirePool: {
+    method: 'POST',
+    url: '/browser_pools/:id/acquire',
+    auth: 'key',
+    summary: 'Acquire a browser; waits up to acquire_timeout_seconds, then 204 No Content',
+    tag: 'browser_pools',
+    params: S.IdParamsSchema,
+    body: S.AcquirePoolSchema,
+    success: { status: 200, body: S.BrowserSessionSchema },
+    noContentOnNull: true,
+  },
+  releasePool: {
+    method: 'POST',
+    url: '/browser_pools/:id/release',
+    auth: 'key',
+    summary: 'Release an acquired browser (reuse false: end it; the pool makes a new one)',
+    tag: 'browser_pools',
+    params: S.IdParamsSchema,
+    body: S.ReleasePoolSchema,
+    success: NoContent,
+  },
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;
@@ -108,6 +188,7 @@ type StaticOf<T> = T extends TSchema ? Static<T> : undefined;
 export type ParamsOf<K extends OperationId> = StaticOf<Routes[K] extends { params: infer P } ? P : undefined>;
 export type QueryOf<K extends OperationId> = StaticOf<Routes[K] extends { querystring: infer Q } ? Q : undefined>;
 export type BodyOf<K extends OperationId> = StaticOf<Routes[K] extends { body: infer B } ? B : undefined>;
-export type ResponseOf<K extends OperationId> = Routes[K]['success']['body'] extends TSchema
+type SuccessOf<K extends OperationId> = Routes[K]['success']['body'] extends TSchema
   ? Static<Routes[K]['success']['body']>
   : void;
+export type ResponseOf<K extends OperationId> = Routes[K] extends { noContentOnNull: true } ? SuccessOf<K> | null : SuccessOf<K>;

@@ -53,6 +53,8 @@ export const TimeoutSecondsSchema = Type.Integer({
   description: 'Seconds of inactivity before the session ends (10 to 259200)',
 });
 
+const StartUrlSchema = Type.String({ format: 'uri', maxLength: 8192 });
+
 export const CreateBrowserSchema = Type.Object(
   {
     invocation_id: Type.Optional(Type.String({ minLength: 1 })),
@@ -67,15 +69,26 @@ export const CreateBrowserSchema = Type.Object(
     kiosk_mode: Type.Optional(Type.Boolean()),
     name: Type.Optional(SessionNameSchema),
     tags: Type.Optional(TagsSchema),
-    start_url: Type.Optional(Type.String({ format: 'uri', maxLength: 8192 })),
+    start_url: Type.Optional(StartUrlSchema),
   },
   strict,
 );
 export type CreateBrowserBody = Static<typeof CreateBrowserSchema>;
 
+export const UpdateViewportSchema = Type.Object(
+  {
+    width: Type.Integer({ minimum: 1 }),
+    height: Type.Integer({ minimum: 1 }),
+    refresh_rate: Type.Optional(Type.Integer({ minimum: 1 })),
+    force: Type.Optional(Type.Boolean({ description: 'Resize even while live-view viewers are connected' })),
+  },
+  strict,
+);
+
 export const UpdateBrowserSchema = Type.Object(
   {
     proxy_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    viewport: Type.Optional(UpdateViewportSchema),
     name: Type.Optional(Type.Union([SessionNameSchema, Type.Null()])),
     tags: Type.Optional(Type.Union([TagsSchema, Type.Null()])),
   },
@@ -89,6 +102,11 @@ export const ProfileMetadataSchema = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.Optional(Type.String({ format: 'date-time' })),
   last_used_at: Type.Optional(Type.String({ format: 'date-time' })),
+});
+
+export const BrowserPoolRefSchema = Type.Object({
+  id: Type.String({ description: 'Browser pool id' }),
+  name: Type.Optional(Type.String({ description: 'Browser pool name, if set' })),
 });
 
 export const BrowserSessionSchema = Type.Object(
@@ -112,6 +130,7 @@ export const BrowserSessionSchema = Type.Object(
     tags: Type.Optional(TagsSchema),
     start_url: Type.Optional(Type.String()),
     invocation_id: Type.Optional(Type.String()),
+    pool: Type.Optional(BrowserPoolRefSchema),
   },
   { description: 'A browser session' },
 );
@@ -156,3 +175,120 @@ export const CdpVersionSchema = Type.Object(
   { additionalProperties: true },
 );
 export const JwtQuerySchema = Type.Object({ jwt: Type.Optional(Type.String()) });
+
+// Browser pools. A pool's browsers take the session fields of POST /browsers, with the same schemas.
+const { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, name, tags } =
+  CreateBrowserSchema.properties;
+const poolSessionFields = { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url };
+
+export const PoolNameSchema = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._-]+$' });
+const PoolSizeSchema = Type.Integer({ minimum: 1, maximum: 50, description: 'Browsers kept in the pool, idle and acquired' });
+const FillRateSchema = Type.Integer({ minimum: 1, description: 'Percent of size launched per minute (default 10)' });
+const PoolTimeoutSchema = Type.Integer({
+  minimum: 10,
+  maximum: 259200,
+  description: 'Inactivity timeout of an acquired browser (default 600); idle pooled browsers never time out',
+});
+
+export const CreatePoolSchema = Type.Object(
+  {
+    name: Type.Optional(PoolNameSchema),
+    size: PoolSizeSchema,
+    fill_rate_per_minute: Type.Optional(FillRateSchema),
+    timeout_seconds: Type.Optional(PoolTimeoutSchema),
+    ...poolSessionFields,
+  },
+  strict,
+);
+export type CreatePoolBody = Static<typeof CreatePoolSchema>;
+
+export const UpdatePoolSchema = Type.Object(
+  {
+    name: Type.Optional(Type.Union([PoolNameSchema, Type.Literal('')], { description: '"" leaves the name unchanged' })),
+    size: Type.Optional(PoolSizeSchema),
+    fill_rate_per_minute: Type.Optional(FillRateSchema),
+    timeout_seconds: Type.Optional(PoolTimeoutSchema),
+    ...poolSessionFields,
+    profile: Type.Optional(
+      Type.Union([ProfileSelectionSchema, Type.Object({ id: Type.Literal('') }, strict)], {
+        description: '{"id": ""} removes the profile',
+      }),
+    ),
+    start_url: Type.Optional(Type.Union([StartUrlSchema, Type.Literal('')], { description: '"" removes it' })),
+    discard_all_idle: Type.Optional(Type.Boolean({ description: 'Replace idle browsers with the new configuration now' })),
+  },
+  strict,
+);
+export type UpdatePoolBody = Static<typeof UpdatePoolSchema>;
+
+export const BrowserPoolConfigSchema = Type.Object({
+  size: Type.Integer(),
+  fill_rate_per_minute: Type.Integer(),
+  timeout_seconds: Type.Integer(),
+  headless: Type.Boolean(),
+  stealth: Type.Boolean(),
+  kiosk_mode: Type.Boolean(),
+  name: Type.Optional(Type.String()),
+  viewport: Type.Optional(BrowserSessionSchema.properties.viewport),
+  profile: Type.Optional(Type.Object({ id: Type.Optional(Type.String()), name: Type.Optional(Type.String()) })),
+  extensions: Type.Optional(
+    Type.Array(Type.Object({ id: Type.Optional(Type.String()), name: Type.Optional(Type.String()) })),
+  ),
+  proxy_id: Type.Optional(Type.String()),
+  start_url: Type.Optional(Type.String()),
+});
+export type BrowserPoolConfig = Static<typeof BrowserPoolConfigSchema>;
+
+export const BrowserPoolSchema = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.Optional(Type.String()),
+    created_at: Type.String({ format: 'date-time' }),
+    available_count: Type.Integer({ description: 'Idle browsers ready to acquire' }),
+    acquired_count: Type.Integer({ description: 'Browsers leased to clients' }),
+    browser_pool_config: BrowserPoolConfigSchema,
+    extension_ids: Type.Array(Type.String()),
+    profile_id: Type.Optional(Type.String()),
+    last_error: Type.Optional(
+      Type.Object(
+        { code: Type.String(), message: Type.String(), occurred_at: Type.String({ format: 'date-time' }) },
+        { description: 'Why the latest launch failed; cleared by the next one that succeeds' },
+      ),
+    ),
+  },
+  { description: 'A browser pool' },
+);
+export type BrowserPool = Static<typeof BrowserPoolSchema>;
+
+export const ListPoolsQuerySchema = Type.Object({
+  ...PaginationQuery,
+  name: Type.Optional(Type.String({ description: 'Exact pool name' })),
+  query: Type.Optional(Type.String({ description: 'Matches the pool id exactly or the name (substring)' })),
+});
+export type ListPoolsQuery = Static<typeof ListPoolsQuerySchema>;
+
+const ForceField = { force: Type.Optional(Type.Boolean({ description: 'End leased browsers too' })) };
+export const DeletePoolSchema = Type.Object(ForceField, strict);
+export const DeletePoolQuerySchema = Type.Object(ForceField);
+
+export const AcquirePoolSchema = Type.Object(
+  {
+    acquire_timeout_seconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 3600, description: 'Default: the time to fill the pool at its fill rate' }),
+    ),
+    // Per lease: cleared when the browser is released.
+    name,
+    tags,
+  },
+  strict,
+);
+export type AcquirePoolBody = Static<typeof AcquirePoolSchema>;
+
+export const ReleasePoolSchema = Type.Object(
+  {
+    session_id: Type.String({ minLength: 1 }),
+    reuse: Type.Optional(Type.Boolean({ description: 'Default true; false ends the browser and the pool makes a new one' })),
+  },
+  strict,
+);
+export type ReleasePoolBody = Static<typeof ReleasePoolSchema>;

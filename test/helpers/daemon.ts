@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import WebSocket from 'ws';
 import { findMarkedProcesses } from '../../daemon/browser/procs.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
@@ -66,10 +67,10 @@ export async function callApi<T = any>(
   return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
 
-/** Starts a real daemon through the CLI in a fresh temporary RBROWSE_HOME. */
-export async function startTestDaemon(): Promise<TestDaemon> {
+/** Starts a real daemon through the CLI in a fresh temporary RBROWSE_HOME (`env`: extra settings). */
+export async function startTestDaemon(opts: { env?: Record<string, string> } = {}): Promise<TestDaemon> {
   const home = await mkdtemp(join(tmpdir(), 'rbrowse-test-'));
-  const env = cleanEnv(home);
+  const env = { ...cleanEnv(home), ...opts.env };
   const cli = async (args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> => {
     const r = await execa(CLI, args, {
       env: { ...env, ...opts.env },
@@ -116,4 +117,20 @@ export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs: number,
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(200);
   }
+}
+
+/** Opens a raw websocket; resolves with the HTTP status of a refused upgrade, or 101 once open. */
+export function upgradeStatus(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.once('open', () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.once('error', () => resolve(-1));
+  });
 }

@@ -1,3 +1,4 @@
+import { sendPage } from '../../paging.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 
@@ -6,11 +7,7 @@ export function browserHandlers(
 ): HandlerGroup<'createBrowser' | 'listBrowsers' | 'getBrowser' | 'updateBrowser' | 'deleteBrowser'> {
   return {
     createBrowser: ({ org, body }) => sessions.create(org, body),
-    listBrowsers: ({ org, query, reply }) => {
-      const page = sessions.list(org, query);
-      reply.header('x-has-more', String(page.hasMore)).header('x-next-offset', String(page.nextOffset));
-      return page.items;
-    },
+    listBrowsers: ({ org, query, reply }) => sendPage(reply, sessions.list(org, query)),
     getBrowser: ({ org, params, query }) => sessions.get(org, params.id, query.include_deleted),
     updateBrowser: ({ org, params, body }) => sessions.update(org, params.id, body),
     deleteBrowser: ({ org, params }) => sessions.delete(org, params.id),

@@ -1,0 +1,177 @@
+import { Command } from 'commander';
+import type { BrowserPool, CreatePoolBody, UpdatePoolBody } from '../../src/api/schemas.js';
+import { clientFor } from '../context.js';
+import { printFields, printJson, printList } from '../output.js';
+import { printSession, seconds, tag, viewport } from './browsers.js';
+
+const count = (value: string) => seconds(value);
+
+/** The configuration options create and update share, named after the API fields. */
+function withConfigOptions(cmd: Command, update: boolean): Command {
+  cmd
+    .option('--name <name>', update ? 'rename the pool' : 'a name unique among your pools')
+    .option('--size <n>', 'browsers kept in the pool, idle and acquired (1..50)', count)
+    .option('--fill-rate-per-minute <percent>', 'percent of size launched per minute (default 10)', count)
+    .option('--timeout-seconds <seconds>', 'inactivity timeout of an acquired browser (default 600)', seconds)
+    .option('--viewport <WxH[@R]>', 'one of the supported viewports, e.g. 1024x768', viewport)
+    .option('--proxy-id <id>', update ? 'route through this proxy ("" removes it)' : 'route through this proxy')
+    .option('--start-url <url>', update ? 'page new browsers open ("" removes it)' : 'page new browsers open');
+  for (const [flag, what] of [
+    ['headless', 'run without a display (no live view)'],
+    ['stealth', 'reduce automation tells'],
+    ['kiosk-mode', 'hide the address bar and tabs in live view'],
+  ] as const) {
+    cmd.option(`--${flag}`, what);
+    if (update) cmd.option(`--no-${flag}`, `turn ${flag} off`);
+  }
+  return cmd.option('--json', 'print the API object');
+}
+
+function configBody(o: Record<string, unknown>): UpdatePoolBody {
+  const fields: [keyof UpdatePoolBody, unknown][] = [
+    ['name', o.name],
+    ['size', o.size],
+    ['fill_rate_per_minute', o.fillRatePerMinute],
+    ['timeout_seconds', o.timeoutSeconds],
+    ['viewport', o.viewport],
+    ['proxy_id', o.proxyId],
+    ['start_url', o.startUrl],
+    ['headless', o.headless],
+    ['stealth', o.stealth],
+    ['kiosk_mode', o.kioskMode],
+  ];
+  return Object.fromEntries(fields.filter(([, v]) => v !== undefined)) as UpdatePoolBody;
+}
+
+function printPool(p: BrowserPool): void {
+  const c = p.browser_pool_config;
+  printFields([
+    ['id', p.id],
+    ['name', p.name],
+    ['available', `${p.available_count} of ${c.size}`],
+    ['acquired', p.acquired_count],
+    ['fill_rate', `${c.fill_rate_per_minute}% of size per minute`],
+    ['timeout_seconds', c.timeout_seconds],
+    ['mode', c.headless ? 'headless' : 'headful'],
+    ['viewport', c.viewport ? `${c.viewport.width}x${c.viewport.height}@${c.viewport.refresh_rate}` : undefined],
+    ['stealth', c.stealth],
+    ['kiosk_mode', c.kiosk_mode],
+    ['proxy_id', c.proxy_id],
+    ['start_url', c.start_url],
+    ['last_error', p.last_error ? `${p.last_error.occurred_at} ${p.last_error.code}: ${p.last_error.message}` : undefined],
+    ['created_at', p.created_at],
+  ]);
+}
+
+const show = (o: { json?: boolean }, p: BrowserPool) => (o.json ? printJson(p) : printPool(p));
+
+export function poolsCommand(): Command {
+  const pools = new Command('pools').description('browser pools: pre-created browsers, acquired in milliseconds');
+  withConfigOptions(pools.command('create').description('create a pool; it fills in the background'), false)
+    .addHelpText('after', '\nExample:\n  rbrowse pools create --name ci --size 3 --headless --fill-rate-per-minute 100')
+    .action(async (o, cmd: Command) => {
+      if (o.size === undefined) cmd.error('error: --size is required');
+      const body = configBody(o) as CreatePoolBody;
+      show(o, await (await clientFor(cmd)).call('createPool', { body }));
+    });
+  pools
+    .command('list')
+    .alias('ls')
+    .description('list pools')
+    .option('--name <name>', 'only the pool of this name')
+    .option('--query <text>', 'pools whose name contains this (or whose id is this)')
+    .option('--limit <n>', 'page size, 1..100', count)
+    .option('--offset <n>', 'skip this many', count)
+    .option('--json', 'print the API objects')
+    .option('-q, --quiet', 'print pool ids only')
+    .action(async (o, cmd: Command) => {
+      const items = await (await clientFor(cmd)).call('listPools', {
+        query: { name: o.name, query: o.query, limit: o.limit, offset: o.offset },
+      });
+      printList(items, o, {
+        id: (p) => p.id,
+        headers: ['POOL', 'NAME', 'SIZE', 'AVAILABLE', 'ACQUIRED', 'MODE', 'LAST ERROR'],
+        row: (p) => [
+          p.id,
+          p.name ?? '',
+          String(p.browser_pool_config.size),
+          String(p.available_count),
+          String(p.acquired_count),
+          p.browser_pool_config.headless ? 'headless' : 'headful',
+          p.last_error?.code ?? '',
+        ],
+      });
+    });
+  pools
+    .command('get')
+    .description('show one pool')
+    .argument('<pool>', 'pool id or name')
+    .option('--json', 'print the API object')
+    .action(async (pool: string, o, cmd: Command) => show(o, await (await clientFor(cmd)).call('getPool', { params: { id: pool } })));
+  withConfigOptions(pools.command('update').description('change a pool; new browsers use the new configuration'), true)
+    .argument('<pool>', 'pool id or name')
+    .option('--discard-all-idle', 'replace the idle browsers now')
+    .addHelpText('after', '\nExample:\n  rbrowse pools update ci --size 5 --discard-all-idle')
+    .action(async (pool: string, o, cmd: Command) => {
+      const body = { ...configBody(o), ...(o.discardAllIdle ? { discard_all_idle: true } : {}) };
+      show(o, await (await clientFor(cmd)).call('updatePool', { params: { id: pool }, body }));
+    });
+  pools
+    .command('delete')
+    .alias('rm')
+    .description('delete a pool and its browsers')
+    .argument('<pool>', 'pool id or name')
+    .option('--force', 'also end browsers that are acquired')
+    .action(async (pool: string, o, cmd: Command) => {
+      await (await clientFor(cmd)).call('deletePool', { params: { id: pool }, body: { force: Boolean(o.force) } });
+      process.stdout.write(`${pool}\n`);
+    });
+  pools
+    .command('flush')
+    .description('end the idle browsers of a pool (it refills)')
+    .argument('<pool>', 'pool id or name')
+    .action(async (pool: string, _o, cmd: Command) => {
+      await (await clientFor(cmd)).call('flushPool', { params: { id: pool } });
+      process.stdout.write(`${pool}\n`);
+    });
+  pools
+    .command('acquire')
+    .description('lease a browser of the pool; prints its session id and CDP URL')
+    .argument('<pool>', 'pool id or name')
+    .option('--acquire-timeout-seconds <seconds>', 'how long to wait (default: the time to fill the pool)', count)
+    .option('--name <name>', 'a session name for this lease')
+    .option('--tag <key=value>', 'a tag for this lease (repeatable)', tag)
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExit status 3 when no browser became available in time.\n\nExample:\n  rbrowse pools acquire ci --acquire-timeout-seconds 10')
+    .action(async (pool: string, o, cmd: Command) => {
+      const session = await (await clientFor(cmd)).call('acquirePool', {
+        params: { id: pool },
+        body: {
+          ...(o.acquireTimeoutSeconds !== undefined ? { acquire_timeout_seconds: o.acquireTimeoutSeconds } : {}),
+          ...(o.name ? { name: o.name } : {}),
+          ...(o.tag ? { tags: o.tag } : {}),
+        },
+      });
+      if (!session) {
+        process.stderr.write('no browser became available in time\n');
+        process.exitCode = 3;
+        return;
+      }
+      if (o.json) printJson(session);
+      else printSession(session);
+    });
+  pools
+    .command('release')
+    .description('give an acquired browser back to its pool')
+    .argument('<pool>', 'pool id or name')
+    .argument('<session_id>', 'the acquired session')
+    .option('--no-reuse', 'end the browser; the pool makes a new one')
+    .action(async (pool: string, sessionId: string, o, cmd: Command) => {
+      await (await clientFor(cmd)).call('releasePool', {
+        params: { id: pool },
+        body: { session_id: sessionId, reuse: o.reuse !== false },
+      });
+      process.stdout.write(`${sessionId}\n`);
+    });
+  return pools;
+}

@@ -1,0 +1,31 @@
+import { sendPage } from '../../paging.js';
+import type { PoolManager } from '../../pools/manager.js';
+import type { HandlerGroup } from '../handlers.js';
+
+export function poolHandlers(
+  pools: PoolManager,
+): HandlerGroup<
+  'createPool' | 'listPools' | 'getPool' | 'updatePool' | 'deletePool' | 'flushPool' | 'acquirePool' | 'releasePool'
+> {
+  return {
+    createPool: ({ org, body }) => pools.create(org, body),
+    listPools: ({ org, query, reply }) => sendPage(reply, pools.list(org, query)),
+    getPool: ({ org, params }) => pools.get(org, params.id),
+    updatePool: ({ org, params, body }) => pools.update(org, params.id, body),
+    // The SDK sends force in the body; a query parameter is what curl users reach for.
+    deletePool: ({ org, params, body, query }) => pools.delete(org, params.id, Boolean(body.force ?? query.force)),
+    flushPool: ({ org, params }) => pools.flush(org, params.id),
+    acquirePool: async ({ org, params, body, request }) => {
+      // A client that gives up (the SDK's own timeout) must not keep its place in the queue.
+      const hangUp = new AbortController();
+      const onClose = () => hangUp.abort();
+      request.socket.once('close', onClose);
+      try {
+        return await pools.acquire(org, params.id, body, hangUp.signal);
+      } finally {
+        request.socket.off('close', onClose);
+      }
+    },
+    releasePool: ({ org, params, body }) => pools.release(org, params.id, body),
+  };
+}

@@ -1,0 +1,47 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ApiError, NotFoundError } from '../../src/errors.js';
+
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => Promise<void>;
+
+const REASONS: Record<number, string> = { 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 502: 'Bad Gateway' };
+
+/** Answers a refused websocket upgrade with the kernel-wire error body, then closes. */
+export function refuseUpgrade(socket: Duplex, err: ApiError): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(err.toBody());
+  socket.end(
+    `HTTP/1.1 ${err.status} ${REASONS[err.status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nx-should-retry: false\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * The HTTP server has one 'upgrade' event; this sends each websocket path to its owner (CDP
+ * gateway, live view) and refuses everything else with a kernel-wire error.
+ */
+export class UpgradeRouter {
+  private readonly routes = new Map<string, UpgradeHandler>();
+
+  constructor(private readonly log: (msg: string, extra?: object) => void) {}
+
+  add(path: string, handler: UpgradeHandler): this {
+    this.routes.set(path, handler);
+    return this;
+  }
+
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => socket.destroy());
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const handler = this.routes.get(url.pathname.replace(/\/+$/, ''));
+      const run = handler
+        ? handler(req, socket, head, url)
+        : Promise.reject(new NotFoundError(`no websocket endpoint at ${url.pathname}`));
+      run.catch((err) => {
+        if (!(err instanceof ApiError)) this.log('websocket upgrade failed', { path: url.pathname, error: String(err) });
+        refuseUpgrade(socket, err instanceof ApiError ? err : new ApiError(502, 'bad_gateway', 'browser unreachable'));
+      });
+    });
+  }
+}

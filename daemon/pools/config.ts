@@ -1,0 +1,80 @@
+import type { BrowserPoolConfig, CreateBrowserBody, CreatePoolBody, UpdatePoolBody } from '../../src/api/schemas.js';
+
+/** kernel-wire.md: fill rate in percent of size per minute, and an acquired browser's idle timeout. */
+export const DEFAULT_FILL_RATE_PER_MINUTE = 10;
+export const DEFAULT_POOL_TIMEOUT_SECONDS = 600;
+
+/** The session fields of a pool's configuration, as POST /browsers takes them. */
+export function sessionBody(c: BrowserPoolConfig): CreateBrowserBody {
+  return {
+    headless: c.headless,
+    stealth: c.stealth,
+    kiosk_mode: c.kiosk_mode,
+    timeout_seconds: c.timeout_seconds,
+    ...(c.viewport ? { viewport: c.viewport } : {}),
+    // Pools load profiles read-only: save_changes is dropped, not refused (Kernel does the same).
+    ...(c.profile ? { profile: { ...c.profile } } : {}),
+    ...(c.extensions ? { extensions: c.extensions } : {}),
+    ...(c.proxy_id ? { proxy_id: c.proxy_id } : {}),
+    ...(c.start_url ? { start_url: c.start_url } : {}),
+  };
+}
+
+const selector = (s: { id?: string; name?: string }) => ({
+  ...(s.id ? { id: s.id } : {}),
+  ...(s.name ? { name: s.name } : {}),
+});
+
+/** A create body with its defaults filled in. */
+export function configFromCreate(body: CreatePoolBody): BrowserPoolConfig {
+  return {
+    size: body.size,
+    fill_rate_per_minute: body.fill_rate_per_minute ?? DEFAULT_FILL_RATE_PER_MINUTE,
+    timeout_seconds: body.timeout_seconds ?? DEFAULT_POOL_TIMEOUT_SECONDS,
+    headless: body.headless ?? false,
+    stealth: body.stealth ?? false,
+    kiosk_mode: body.kiosk_mode ?? false,
+    ...(body.name ? { name: body.name } : {}),
+    ...(body.viewport ? { viewport: body.viewport } : {}),
+    ...(body.profile ? { profile: selector(body.profile) } : {}),
+    ...(body.extensions?.length ? { extensions: body.extensions.map(selector) } : {}),
+    ...(body.proxy_id ? { proxy_id: body.proxy_id } : {}),
+    ...(body.start_url ? { start_url: body.start_url } : {}),
+  };
+}
+
+/**
+ * The configuration after a PATCH: omitted fields stay, "" clears proxy_id and start_url,
+ * {"id": ""} clears the profile, [] the extensions, and an empty name changes nothing.
+ */
+export function configFromUpdate(old: BrowserPoolConfig, body: UpdatePoolBody): BrowserPoolConfig {
+  const next: BrowserPoolConfig = { ...old };
+  for (const key of ['size', 'fill_rate_per_minute', 'timeout_seconds', 'headless', 'stealth', 'kiosk_mode'] as const) {
+    if (body[key] !== undefined) (next as Record<typeof key, unknown>)[key] = body[key];
+  }
+  if (body.name) next.name = body.name;
+  if (body.viewport) next.viewport = body.viewport;
+  if (body.profile) {
+    if (body.profile.id === '') delete next.profile;
+    else next.profile = selector(body.profile);
+  }
+  if (body.extensions) {
+    if (body.extensions.length) next.extensions = body.extensions.map(selector);
+    else delete next.extensions;
+  }
+  for (const key of ['proxy_id', 'start_url'] as const) {
+    if (body[key] === '') delete next[key];
+    else if (body[key] !== undefined) next[key] = body[key];
+  }
+  return next;
+}
+
+/** Time between launches: the pool gains fill_rate_per_minute percent of its size per minute. */
+export function launchIntervalMs(c: BrowserPoolConfig): number {
+  return 60_000 / ((c.size * c.fill_rate_per_minute) / 100);
+}
+
+/** Kernel's default acquire wait: the time to fill the whole pool at its rate (size cancels out). */
+export function defaultAcquireTimeoutMs(c: BrowserPoolConfig): number {
+  return (60_000 * 100) / c.fill_rate_per_minute;
+}

@@ -1,0 +1,311 @@
+import type {
+  AcquirePoolBody,
+  BrowserPool,
+  BrowserPoolConfig,
+  BrowserSession,
+  CreatePoolBody,
+  ListPoolsQuery,
+  ReleasePoolBody,
+  UpdatePoolBody,
+} from '../../src/api/schemas.js';
+import { ApiError, ConflictError, NotFoundError } from '../../src/errors.js';
+import { newId } from '../../src/ids.js';
+import { paginate, type ListPage } from '../paging.js';
+import type { SessionManager } from '../sessions/manager.js';
+import type { OrgRecord, SessionRecord, Store } from '../store.js';
+import { configFromCreate, configFromUpdate, defaultAcquireTimeoutMs, launchIntervalMs, sessionBody } from './config.js';
+import { LivePool } from './live-pool.js';
+
+export interface PoolManagerDeps {
+  store: Store;
+  sessions: SessionManager;
+  log: (msg: string, extra?: object) => void;
+}
+
+const MAX_BACKOFF_MS = 60_000;
+const backoffMs = (failures: number) => Math.min(1000 * 2 ** (failures - 1), MAX_BACKOFF_MS);
+
+/**
+ * Keeps each pool's idle browsers, fills pools in the background at their fill rate, and leases
+ * browsers to acquirers. Pool browsers are ordinary sessions of the SessionManager; an idle one
+ * has its inactivity timeout suspended, and acquiring resumes it, so the acquirer's countdown
+ * (the pool's timeout_seconds, set when the browser was made) starts then.
+ */
+export class PoolManager {
+  private readonly pools = new Map<string, LivePool>();
+  private closing = false;
+
+  constructor(private readonly deps: PoolManagerDeps) {
+    for (const record of deps.store.data.pools) this.pools.set(record.id, new LivePool(record));
+    deps.sessions.onSessionEnd((record) => this.sessionEnded(record));
+  }
+
+  /** Fills every pool; after a restart they are all empty, since idle browsers do not survive one. */
+  start(): void {
+    for (const pool of this.pools.values()) this.fill(pool);
+  }
+
+  /** Daemon stop: no more launches, and waiting acquirers get their 204 now. */
+  close(): void {
+    this.closing = true;
+    for (const pool of this.pools.values()) {
+      pool.stopTimer();
+      pool.waiters.cancelAll();
+    }
+  }
+
+  async create(org: OrgRecord, body: CreatePoolBody): Promise<BrowserPool> {
+    if (body.name) this.assertNameFree(org, body.name);
+    const record = { id: newId(), org_id: org.id, created_at: new Date().toISOString(), config: this.checked(configFromCreate(body)) };
+    const pool = new LivePool(record);
+    // Registered before the write so a concurrent create of the same name already sees it.
+    this.pools.set(pool.id, pool);
+    await this.deps.store.update((s) => void s.pools.push(record));
+    this.fill(pool);
+    return this.view(pool);
+  }
+
+  get(org: OrgRecord, idOrName: string): BrowserPool {
+    return this.view(this.find(org, idOrName));
+  }
+
+  list(org: OrgRecord, q: ListPoolsQuery): ListPage<BrowserPool> {
+    const matches = [...this.pools.values()].filter(
+      (p) =>
+        p.record.org_id === org.id &&
+        (q.name === undefined || p.config.name === q.name) &&
+        (!q.query || p.id === q.query || (p.config.name ?? '').toLowerCase().includes(q.query.toLowerCase())),
+    );
+    return paginate(matches, q, (p) => this.view(p));
+  }
+
+  async update(org: OrgRecord, idOrName: string, body: UpdatePoolBody): Promise<BrowserPool> {
+    const pool = this.find(org, idOrName);
+    if (body.name && body.name !== pool.config.name) this.assertNameFree(org, body.name);
+    const config = this.checked(configFromUpdate(pool.config, body));
+    await this.deps.store.update(() => void (pool.record.config = config));
+    if (body.discard_all_idle) {
+      pool.generation++;
+      await this.endIdle(pool, pool.idle.size, 'pool_discard_idle');
+    } else {
+      // A smaller size gives up idle browsers now; leased ones are ended when released.
+      await this.endIdle(pool, pool.total - config.size, 'pool_resized');
+    }
+    // The rate may have changed: recompute when the next launch is due.
+    pool.stopTimer();
+    this.fill(pool);
+    return this.view(pool);
+  }
+
+  async delete(org: OrgRecord, idOrName: string, force: boolean): Promise<void> {
+    const pool = this.find(org, idOrName);
+    const leased = this.alive(pool.leased);
+    if (leased && !force) {
+      throw new ConflictError(`browser pool ${idOrName} has ${leased} leased browser(s); release them or delete with force`);
+    }
+    pool.removed = true;
+    pool.stopTimer();
+    this.pools.delete(pool.id);
+    pool.waiters.cancelAll(new NotFoundError(`browser pool ${idOrName} was deleted`));
+    await this.deps.store.update((s) => void (s.pools = s.pools.filter((p) => p.id !== pool.id)));
+    const ids = [...pool.idle.keys(), ...pool.leased];
+    pool.idle.clear();
+    pool.leased.clear();
+    await Promise.all([pool.inflight, ...ids.map((id) => this.deps.sessions.end(id, 'pool_deleted'))]);
+  }
+
+  async flush(org: OrgRecord, idOrName: string): Promise<void> {
+    const pool = this.find(org, idOrName);
+    await this.endIdle(pool, pool.idle.size, 'pool_flushed');
+  }
+
+  /**
+   * A leased browser, or null once the wait is over without one (answered 204). `hungUp` aborts
+   * when the caller disconnects: it leaves the queue, or its browser goes back to the pool.
+   */
+  async acquire(org: OrgRecord, idOrName: string, body: AcquirePoolBody, hungUp: AbortSignal): Promise<BrowserSession | null> {
+    const pool = this.find(org, idOrName);
+    let id: string | null | undefined = this.takeIdle(pool);
+    if (!id) {
+      const waitMs =
+        body.acquire_timeout_seconds !== undefined ? body.acquire_timeout_seconds * 1000 : defaultAcquireTimeoutMs(pool.config);
+      id = await pool.waiters.wait(waitMs, hungUp);
+      if (!id) return null;
+    }
+    try {
+      if (hungUp.aborted) throw new Error('the acquirer left');
+      // Per-lease labels go through the session's own update: same name rule as PATCH /browsers.
+      if (body.name !== undefined || body.tags) {
+        await this.deps.sessions.update(org, id, { ...(body.name !== undefined ? { name: body.name } : {}), ...(body.tags ? { tags: body.tags } : {}) });
+      }
+    } catch (err) {
+      this.giveBack(pool, id);
+      if (err instanceof ApiError) throw err;
+      return null;
+    }
+    return this.deps.sessions.get(org, id);
+  }
+
+  async release(org: OrgRecord, idOrName: string, body: ReleasePoolBody): Promise<void> {
+    const pool = this.find(org, idOrName);
+    const id = body.session_id;
+    const notLeased = () => new ConflictError(`browser session ${id} is not leased from browser pool ${idOrName}`);
+    if (!pool.leased.has(id)) {
+      this.deps.sessions.get(org, id); // 404 for a session the caller does not have
+      throw notLeased();
+    }
+    const record = this.deps.sessions.liveSession(id)?.record;
+    if (body.reuse === false || !record || pool.total > pool.config.size) {
+      pool.leased.delete(id);
+      await this.deps.sessions.end(id, 'released');
+      return;
+    }
+    // Per-lease name and tags do not follow the browser to its next lease.
+    if (record.name !== undefined || record.tags) await this.deps.sessions.update(org, id, { name: null, tags: null });
+    // A concurrent release of the same browser got there first.
+    if (!pool.leased.has(id)) throw notLeased();
+    this.giveBack(pool, id);
+  }
+
+  private giveBack(pool: LivePool, id: string): void {
+    pool.leased.delete(id);
+    this.offer(pool, id);
+  }
+
+  /** Leases the oldest idle browser, or undefined when none is ready. */
+  private takeIdle(pool: LivePool): string | undefined {
+    for (const [id, resumeTimeout] of pool.idle) {
+      pool.idle.delete(id);
+      // One that is ending is skipped; its end refills the pool.
+      if (!this.deps.sessions.liveSession(id)) continue;
+      resumeTimeout();
+      pool.leased.add(id);
+      return id;
+    }
+    return undefined;
+  }
+
+  /** A browser is ready (new, or released for reuse): the first waiter gets it, else it idles. */
+  private offer(pool: LivePool, id: string): void {
+    if (!this.deps.sessions.liveSession(id)) return;
+    const resumeTimeout = this.deps.sessions.suspendTimeout(id);
+    if (pool.waiters.length) {
+      pool.leased.add(id);
+      pool.waiters.serve(id);
+      // The new lessee's inactivity countdown starts now.
+      resumeTimeout();
+      return;
+    }
+    pool.idle.set(id, resumeTimeout);
+  }
+
+  private async endIdle(pool: LivePool, count: number, reason: string): Promise<void> {
+    const ids = [...pool.idle.keys()].slice(0, Math.max(0, count));
+    for (const id of ids) pool.idle.delete(id);
+    await Promise.all(ids.map((id) => this.deps.sessions.end(id, reason)));
+  }
+
+  private sessionEnded(record: SessionRecord): void {
+    const pool = record.pool && this.pools.get(record.pool.id);
+    if (!pool) return;
+    pool.idle.delete(record.id);
+    pool.leased.delete(record.id);
+    this.fill(pool);
+  }
+
+  /** Starts the next launch when the pool is short and its rate allows, else schedules it. */
+  private fill(pool: LivePool): void {
+    // One launch at a time per pool: Chromium start-up is CPU-bound, and the rate spaces them anyway.
+    if (this.closing || pool.removed || pool.launching > 0 || pool.timer) return;
+    if (pool.total >= pool.config.size) return;
+    const due = Math.max(pool.lastLaunchAt + launchIntervalMs(pool.config), pool.retryAt);
+    const wait = due - Date.now();
+    if (wait > 0) {
+      pool.timer = setTimeout(() => {
+        pool.timer = undefined;
+        this.fill(pool);
+      }, wait);
+      return;
+    }
+    pool.lastLaunchAt = Date.now();
+    pool.inflight = this.launch(pool);
+  }
+
+  private async launch(pool: LivePool): Promise<void> {
+    const generation = pool.generation;
+    pool.launching++;
+    let id: string | undefined;
+    try {
+      const org = this.deps.store.data.orgs.find((o) => o.id === pool.record.org_id);
+      if (!org) throw new NotFoundError(`organization ${pool.record.org_id} not found`);
+      id = (await this.deps.sessions.create(org, sessionBody(pool.config), { pool: pool.ref })).session_id;
+      pool.failures = 0;
+      delete pool.lastError;
+    } catch (err) {
+      if (!this.closing && !pool.removed) this.launchFailed(pool, err);
+    } finally {
+      pool.launching--;
+    }
+    if (id) {
+      const unwanted = this.closing || pool.removed || generation !== pool.generation || pool.total >= pool.config.size;
+      if (unwanted) await this.deps.sessions.end(id, 'pool_surplus');
+      else this.offer(pool, id);
+    }
+    this.fill(pool);
+  }
+
+  /** Never handed out: the failure is kept on the pool (last_error) and the launch retried later. */
+  private launchFailed(pool: LivePool, err: unknown): void {
+    pool.failures++;
+    pool.retryAt = Date.now() + backoffMs(pool.failures);
+    const inner = err instanceof ApiError ? (err.inner ?? { code: err.code, message: err.message }) : undefined;
+    pool.lastError = {
+      code: inner?.code ?? 'browser_start_failed',
+      message: inner?.message ?? String((err as Error)?.message ?? err),
+      occurred_at: new Date().toISOString(),
+    };
+    this.deps.log('pool launch failed', { pool: pool.id, failures: pool.failures, error: pool.lastError.message });
+  }
+
+  /** Runs the create checks of POST /browsers on the configuration, and resolves its viewport. */
+  private checked(config: BrowserPoolConfig): BrowserPoolConfig {
+    const viewport = this.deps.sessions.checkConfig(sessionBody(config));
+    return config.viewport ? { ...config, viewport } : config;
+  }
+
+  private find(org: OrgRecord, idOrName: string): LivePool {
+    const mine = [...this.pools.values()].filter((p) => p.record.org_id === org.id);
+    const pool = mine.find((p) => p.id === idOrName) ?? mine.find((p) => p.config.name === idOrName);
+    if (!pool) throw new NotFoundError(`browser pool ${idOrName} not found`);
+    return pool;
+  }
+
+  private assertNameFree(org: OrgRecord, name: string): void {
+    for (const p of this.pools.values()) {
+      if (p.record.org_id === org.id && p.config.name === name) {
+        throw new ConflictError(`a browser pool named ${name} already exists`);
+      }
+    }
+  }
+
+  /** Sessions of the set that still run (one being ended is no longer counted). */
+  private alive(ids: Iterable<string>): number {
+    let n = 0;
+    for (const id of ids) if (this.deps.sessions.liveSession(id)) n++;
+    return n;
+  }
+
+  private view(pool: LivePool): BrowserPool {
+    return {
+      id: pool.id,
+      ...(pool.config.name ? { name: pool.config.name } : {}),
+      created_at: pool.record.created_at,
+      available_count: this.alive(pool.idle.keys()),
+      acquired_count: this.alive(pool.leased),
+      browser_pool_config: pool.config,
+      // Profiles and extensions cannot exist yet, so no reference ever resolves to an id.
+      extension_ids: [],
+      ...(pool.lastError ? { last_error: pool.lastError } : {}),
+    };
+  }
+}

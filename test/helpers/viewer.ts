@@ -1,0 +1,66 @@
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import { chromium, type Browser, type Page } from 'playwright';
+import { resolveChromium } from '../../src/system-deps.js';
+import { findMarkedProcesses } from '../../daemon/browser/procs.js';
+
+/** A second, headless Chromium that opens live-view URLs as a person's browser would. */
+export async function launchViewer(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: resolveChromium(),
+    args: ['--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+export async function openLiveView(viewer: Browser, url: string, size = { width: 1024, height: 768 }): Promise<Page> {
+  const page = await viewer.newPage({ viewport: size });
+  await page.goto(url);
+  await page.waitForFunction(() => document.body.dataset.state === 'connected', null, { timeout: 20_000 });
+  return page;
+}
+
+/** RGBA of the noVNC canvas at framebuffer coordinates (a string script: no bundler helpers in the page). */
+export async function canvasPixels(page: Page, points: [number, number][]): Promise<number[][]> {
+  return page.evaluate(
+    `(() => { const c = document.querySelector('#screen canvas'); const ctx = c.getContext('2d');
+      return ${JSON.stringify(points)}.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data)); })()`,
+  ) as Promise<number[][]>;
+}
+
+export async function canvasSize(page: Page): Promise<{ width: number; height: number }> {
+  return page.evaluate(`(() => { const c = document.querySelector('#screen canvas'); return { width: c.width, height: c.height }; })()`) as Promise<{ width: number; height: number }>;
+}
+
+/** RGBA of a PNG (e.g. a CDP screenshot) at the given points, decoded by the viewer browser itself. */
+export async function pngPixels(page: Page, png: Buffer, points: [number, number][]): Promise<number[][]> {
+  return page.evaluate(
+    `(async () => { const img = new Image(); img.src = 'data:image/png;base64,${png.toString('base64')}'; await img.decode();
+      const c = new OffscreenCanvas(img.width, img.height); const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+      return ${JSON.stringify(points)}.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data)); })()`,
+  ) as Promise<number[][]>;
+}
+
+/**
+ * Every TCP socket in LISTEN state that a process of this session holds, as "address:port" (hex
+ * address as in /proc/net/tcp). Used to prove nothing of a session listens beyond loopback.
+ */
+export async function listeningSockets(home: string, sessionId: string): Promise<string[]> {
+  const inodes = new Set<string>();
+  for (const pid of await findMarkedProcesses(home, sessionId)) {
+    const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+    for (const fd of fds) {
+      const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      const m = /^socket:\[(\d+)\]$/.exec(link);
+      if (m) inodes.add(m[1]!);
+    }
+  }
+  const found: string[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = (await readFile(table, 'utf8').catch(() => '')).trim().split('\n').slice(1);
+    for (const line of lines) {
+      const cols = line.trim().split(/\s+/);
+      const [, local, , state, , , , , , inode] = cols;
+      if (state === '0A' && inodes.has(inode!)) found.push(local!);
+    }
+  }
+  return found;
+}

@@ -1,0 +1,208 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { chromium, type Browser } from 'playwright';
+import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { SUPPORTED_VIEWPORTS } from '../src/viewport.js';
+import { sleep, startTestDaemon, upgradeStatus, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { startFixtureServer } from './helpers/fixtures.js';
+import { canvasPixels, canvasSize, launchViewer, listeningSockets, openLiveView, pngPixels } from './helpers/viewer.js';
+
+let d: TestDaemon;
+let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
+let viewer: Browser;
+
+before(async () => {
+  d = await startTestDaemon();
+  fixtures = await startFixtureServer();
+  viewer = await launchViewer();
+});
+after(async () => {
+  await viewer?.close();
+  await fixtures?.close();
+  await d?.stop();
+});
+
+async function create(body: object) {
+  const res = await d.api('POST', '/browsers', body);
+  assert.equal(res.status, 200, res.text);
+  return res.body;
+}
+
+const close = (a: number[], b: number[], tolerance = 12) => a.slice(0, 3).every((v, i) => Math.abs(v - b[i]!) <= tolerance);
+
+
+describe('live view', () => {
+  test('shows the session page pixel for pixel, takes clicks, and read-only takes none', async () => {
+    const s = await create({ viewport: { width: 1024, height: 768 }, kiosk_mode: true });
+    assert.match(s.browser_live_view_url, /^http:\/\/127\.0\.0\.1:\d+\/browser\/live\?jwt=/);
+    const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
+    const page = cdp.contexts()[0]!.pages()[0]!;
+    await page.goto(`${fixtures.url}/liveview.html`);
+    const view = await openLiveView(viewer, s.browser_live_view_url);
+    try {
+      assert.deepEqual(await canvasSize(view), { width: 1024, height: 768 });
+      // The page fills the kiosk screen; the live view must show what a CDP screenshot shows.
+      const points: [number, number][] = [[100, 100], [900, 100], [100, 700], [900, 700], [512, 384], [10, 760]];
+      const shot = await page.screenshot();
+      await waitFor(async () => {
+        const [seen, truth] = [await canvasPixels(view, points), await pngPixels(view, shot, points)];
+        return seen.every((px, i) => close(px, truth[i]!));
+      }, 10_000, 'the live view to match the CDP screenshot');
+      const seen = await canvasPixels(view, [[100, 100]]);
+      assert.ok(close(seen[0]!, [220, 40, 40]), `top-left quadrant is red, saw ${seen[0]}`);
+
+      await view.mouse.click(300, 200);
+      const clicksSeen = async () => (await page.evaluate(() => (window as any).events)).filter((e: any) => e.type === 'click');
+      const clicks = await waitFor(async () => ((await clicksSeen()).length ? clicksSeen() : null), 5000, 'the click to arrive');
+      assert.deepEqual(clicks, [{ type: 'click', x: 300, y: 200, trusted: true, buttons: 0 }]);
+
+      const readOnly = await openLiveView(viewer, `${s.browser_live_view_url}&readOnly=true`);
+      await readOnly.mouse.click(700, 500);
+      await sleep(1000);
+      assert.equal((await clicksSeen()).length, 1, 'a read-only viewer sends no input');
+      await readOnly.close();
+
+      // Nothing of the session listens beyond loopback.
+      const sockets = await listeningSockets(d.home, s.session_id);
+      assert.ok(sockets.length >= 2, `x11vnc and DevTools listen (${sockets})`);
+      for (const addr of sockets) assert.match(addr, /^(0100007F|0000000000000000FFFF00000100007F|00000000000000000000000001000000):/, addr);
+    } finally {
+      await view.close();
+      await cdp.close();
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+    }
+  });
+
+  test('a wrong, tampered, other-scope or other-session jwt is refused on the page and the websocket', async () => {
+    const a = await create({ viewport: { width: 1024, height: 768 } });
+    const b = await create({ viewport: { width: 1024, height: 768 } });
+    try {
+      const live = new URL(a.browser_live_view_url);
+      const jwtA = live.searchParams.get('jwt')!;
+      const cdpJwtA = new URL(a.cdp_ws_url).searchParams.get('jwt')!;
+      const jwtB = new URL(b.browser_live_view_url).searchParams.get('jwt')!;
+      const page = (jwt: string) => fetch(`${live.origin}/browser/live?jwt=${jwt}`).then((r) => r.status);
+      const ws = (jwt: string) => upgradeStatus(`${live.origin.replace('http', 'ws')}/browser/live/ws?jwt=${jwt}`);
+      assert.equal(await page(jwtA), 200);
+      assert.equal(await page(''), 401);
+      assert.equal(await page('garbage'), 401);
+      assert.equal(await page(`${jwtA.slice(0, -3)}abc`), 401, 'tampered signature');
+      assert.equal(await page(cdpJwtA), 401, 'the CDP jwt does not open the live view');
+      assert.equal(await ws(cdpJwtA), 401);
+      assert.equal(await ws('garbage'), 401);
+      assert.equal(await ws(jwtA), 101);
+      assert.equal(await upgradeStatus(`${a.cdp_ws_url.split('?')[0]}?jwt=${jwtA}`), 401, 'the live jwt does not open CDP');
+      // b's jwt opens b, and only b: its page streams b's screen, not a's.
+      assert.equal(await ws(jwtB), 101);
+      await d.api('DELETE', `/browsers/${a.session_id}`);
+      assert.equal(await page(jwtA), 404, "an ended session's live view is gone");
+      assert.equal(await ws(jwtA), 404);
+    } finally {
+      await d.api('DELETE', `/browsers/${a.session_id}`);
+      await d.api('DELETE', `/browsers/${b.session_id}`);
+    }
+  });
+
+  test('every supported viewport is exact inside the page, with and without kiosk', async () => {
+    for (const v of SUPPORTED_VIEWPORTS) {
+      for (const kiosk_mode of [false, true]) {
+        const s = await create({ viewport: { width: v.width, height: v.height }, kiosk_mode });
+        const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
+        try {
+          const page = cdp.contexts()[0]!.pages()[0]!;
+          const m = await page.evaluate(() => ({ sw: screen.width, sh: screen.height, iw: innerWidth, ih: innerHeight, ow: outerWidth, oh: outerHeight }));
+          const what = `${v.width}x${v.height}${kiosk_mode ? ' kiosk' : ''}: ${JSON.stringify(m)}`;
+          assert.equal(m.sw, v.width, what);
+          assert.equal(m.sh, v.height, what);
+          assert.equal(m.iw, v.width, what);
+          assert.equal(m.ow, v.width, what);
+          assert.equal(m.oh, v.height, what);
+          if (kiosk_mode) assert.equal(m.ih, v.height, `kiosk shows no address bar or tabs: ${what}`);
+          else assert.ok(m.ih < v.height, `the address bar and tabs are shown: ${what}`);
+        } finally {
+          await cdp.close();
+          await d.api('DELETE', `/browsers/${s.session_id}`);
+        }
+      }
+    }
+  });
+
+  test('PATCH viewport: 409 while a viewer watches, force resizes screen and window, the viewer follows', async () => {
+    const s = await create({ viewport: { width: 1024, height: 768 } });
+    const view = await openLiveView(viewer, s.browser_live_view_url, { width: 1200, height: 800 });
+    const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
+    try {
+      const refused = await d.api('PATCH', `/browsers/${s.session_id}`, { viewport: { width: 1200, height: 800 } });
+      assert.equal(refused.status, 409, refused.text);
+      assert.equal(refused.body.code, 'conflict');
+      const bad = await d.api('PATCH', `/browsers/${s.session_id}`, { viewport: { width: 1000, height: 800, force: true } });
+      assert.equal(bad.status, 400);
+      const res = await d.api('PATCH', `/browsers/${s.session_id}`, { viewport: { width: 1200, height: 800, force: true } });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body.viewport, { width: 1200, height: 800, refresh_rate: 60 });
+      const page = cdp.contexts()[0]!.pages()[0]!;
+      await waitFor(async () => {
+        const m = await page.evaluate(() => [screen.width, screen.height, innerWidth, outerHeight]);
+        return m.join() === '1200,800,1200,800';
+      }, 10_000, 'the page to see 1200x800');
+      // The viewer was dropped by the resize and reconnects by itself to the new size.
+      await waitFor(async () => (await view.evaluate(() => document.body.dataset.state)) === 'connected', 15_000, 'reconnect');
+      await waitFor(async () => (await canvasSize(view)).width === 1200, 10_000, 'the canvas to follow');
+      assert.deepEqual(await canvasSize(view), { width: 1200, height: 800 });
+      assert.deepEqual((await d.api('GET', `/browsers/${s.session_id}`)).body.viewport, res.body.viewport);
+    } finally {
+      await view.close();
+      await cdp.close();
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+    }
+  });
+
+  test('a viewer keeps the session alive past its timeout; it ends after the viewer leaves, and the viewer says so', async () => {
+    const s = await create({ viewport: { width: 1024, height: 768 }, timeout_seconds: 10 });
+    const watcher = await openLiveView(viewer, s.browser_live_view_url);
+    const isDeleted = async () => Boolean((await d.api('GET', `/browsers/${s.session_id}?include_deleted=true`)).body.deleted_at);
+    await sleep(20_000);
+    assert.equal(await isDeleted(), false, 'a watched session does not time out');
+    // A second viewer that leaves must not end it either; then the first leaves.
+    const blip = await openLiveView(viewer, s.browser_live_view_url);
+    await blip.close();
+    await watcher.close();
+    const left = Date.now();
+    await waitFor(isDeleted, 30_000, 'the session to time out');
+    const after = (Date.now() - left) / 1000;
+    assert.ok(after >= 9 && after <= 25, `ended ${after}s after the viewer left`);
+    assert.deepEqual(await findMarkedProcesses(d.home, s.session_id), [], 'Xvfb, x11vnc, the window manager and Chromium are gone');
+  });
+
+  test('CLI: create prints the live view URL of a headful session; live prints it (read-only too)', async () => {
+    const created = await d.cli(['create', '--viewport', '1024x768']);
+    assert.equal(created.exitCode, 0, created.stderr);
+    const id = /session_id\s+(\S+)/.exec(created.stdout)![1]!;
+    const url = /live_view_url\s+(\S+)/.exec(created.stdout)?.[1];
+    assert.match(url ?? '', /\/browser\/live\?jwt=/);
+    const live = await d.cli(['live', id, '--no-open']);
+    assert.equal(live.exitCode, 0, live.stderr);
+    assert.equal(live.stdout.trim(), url);
+    const ro = await d.cli(['live', id, '--no-open', '--read-only']);
+    assert.equal(ro.stdout.trim(), `${url}&readOnly=true`);
+    assert.equal((await fetch(live.stdout.trim())).status, 200);
+    const headless = await d.cli(['create', '--headless', '--json']);
+    const hid = JSON.parse(headless.stdout).session_id;
+    const none = await d.cli(['live', hid, '--no-open']);
+    assert.notEqual(none.exitCode, 0);
+    assert.match(none.stderr, /headless/);
+    await d.cli(['rm', id, hid]);
+  });
+
+  test('the viewer shows that the session ended', async () => {
+    const s = await create({ viewport: { width: 1024, height: 768 } });
+    const view = await openLiveView(viewer, s.browser_live_view_url);
+    try {
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+      await waitFor(async () => (await view.evaluate(() => document.body.dataset.state)) === 'ended', 10_000, 'ended state');
+      assert.match(await view.textContent('#status') ?? '', /ended/);
+    } finally {
+      await view.close();
+    }
+  });
+});
