@@ -1,8 +1,10 @@
 import { Command } from 'commander';
 import { VERSION } from '../src/version.js';
 import { browsersCommand, createCommand, deleteCommand, listCommand, liveCommand } from './commands/browsers.js';
+import { computerCommand } from './commands/computer.js';
 import { poolsCommand } from './commands/pools.js';
 import { authCommand, daemonCommand, doctorCommand, envCommand } from './commands/system.js';
+import { fsCommand } from './commands/fs.js';
 import { printError } from './output.js';
 
 const program = new Command('rbrowse')
@@ -19,10 +21,12 @@ program.addCommand(deleteCommand('rm'));
 program.addCommand(liveCommand());
 program.addCommand(browsersCommand());
 program.addCommand(poolsCommand());
+program.addCommand(computerCommand());
 program.addCommand(daemonCommand());
 program.addCommand(authCommand());
 program.addCommand(envCommand());
 program.addCommand(doctorCommand());
+program.addCommand(fsCommand());
 
 program.parseAsync(process.argv).catch((err) => {
   printError(err);

@@ -2,12 +2,16 @@ import { mkdir } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlFor, homePaths } from '../src/config.js';
 import { Auth } from './auth.js';
+import { ComputerControl } from './computer/computer.js';
 import { DisplayAllocator } from './browser/xvfb.js';
+import { Sandbox } from './sandbox/sandbox.js';
 import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
 import { UpgradeRouter } from './http/upgrades.js';
 import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
 import { buildServer } from './http/server.js';
 import { browserHandlers } from './http/routes/browsers.js';
+import { computerHandlers } from './http/routes/computer.js';
+import { fsHandlers } from './http/routes/fs.js';
 import { poolHandlers } from './http/routes/pools.js';
 import { systemHandlers } from './http/routes/system.js';
 import { PoolManager } from './pools/manager.js';
@@ -46,6 +50,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const auth = await Auth.open(store, paths);
   const tokens = await SessionTokens.open(paths.jwtSecretFile);
 
+  // RBROWSE_SANDBOX=off forces the fallback (a per-session root without a namespace), as on a
+  // machine where bubblewrap cannot run.
+  const sandbox = Sandbox.detect({ hide: [opts.home], log: opts.log, disabled: process.env.RBROWSE_SANDBOX === 'off' });
   let baseUrl = baseUrlFor(opts.host, opts.port);
   const publicUrl = () => baseUrl;
   const sessions = new SessionManager({
@@ -58,6 +65,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       sessionsDir: paths.sessionsDir,
       chromiumPath: opts.chromiumPath,
       displays: new DisplayAllocator(),
+      sandbox,
       // Chromium's own sandbox refuses to run as root; the namespace sandbox comes with bubblewrap.
       noSandbox: process.getuid?.() === 0,
     },
@@ -67,7 +75,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const server = await buildServer({
     auth,
     log: opts.log,
-    handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions), ...poolHandlers(pools) },
+    handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions), ...poolHandlers(pools),
+      ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)) },
   });
   const liveView = new LiveView({ sessions, tokens });
   await liveView.register(server);

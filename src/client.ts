@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import type { ErrorBody } from './errors.js';
-import { routes, type BodyOf, type OperationId, type ParamsOf, type QueryOf, type ResponseOf } from './api/routes.js';
+import type { Readable } from 'node:stream';
+import { routes, type RouteDef, type BodyOf, type OperationId, type ParamsOf, type QueryOf, type ResponseOf } from './api/routes.js';
 
 type Maybe<K extends string, T> = T extends undefined ? { [P in K]?: undefined } : { [P in K]: T };
 export type CallArgs<K extends OperationId> = Maybe<'params', ParamsOf<K>> &
@@ -42,14 +43,19 @@ export class RbrowseClient {
     const query = (args as { query?: Record<string, unknown> }).query ?? {};
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
     const body = (args as { body?: unknown }).body;
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const def: RouteDef = route;
+    const headers: Record<string, string> = { accept: def.produces ?? 'application/json' };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (body !== undefined) headers['content-type'] = def.consumes ?? 'application/json';
     const res = await request(url, {
       method: route.method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : def.consumes ? (body as Buffer | string | Readable) : JSON.stringify(body),
     });
+    if (def.produces && res.statusCode < 400) {
+      const bytes = Buffer.from(await res.body.arrayBuffer());
+      return { status: res.statusCode, headers: res.headers, data: bytes as ResponseOf<K> };
+    }
     const text = await res.body.text();
     if (res.statusCode >= 400) {
       let parsed: ErrorBody;

@@ -55,6 +55,7 @@ export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'xprop', why: 'knowing when a display is ready', apt: 'x11-utils', find: () => which('xprop') },
   { name: 'x11vnc', why: 'live view of headful sessions', apt: 'x11vnc', find: () => which('x11vnc') },
   { name: 'xdotool', why: 'mouse and keyboard input', apt: 'xdotool', find: () => which('xdotool') },
+  { name: 'maim', why: 'screenshots of headful sessions', apt: 'maim', find: () => which('maim') },
   { name: 'bwrap', why: 'per-session filesystem isolation', apt: 'bubblewrap', find: () => which('bwrap') },
   {
     name: 'fonts',

@@ -48,7 +48,7 @@ describe('sessions', () => {
     const got = await d.api('GET', `/browsers/${s.session_id}`);
     assert.deepEqual(got.body, s);
     const dir = join(d.home, 'sessions', s.session_id);
-    for (const sub of ['user-data', 'home/.config', 'home/.cache', 'tmp']) assert.ok(existsSync(join(dir, sub)), sub);
+    for (const sub of ['home/user-data', 'home/Downloads', 'home/.config', 'home/.cache', 'tmp']) assert.ok(existsSync(join(dir, sub)), sub);
     assert.ok((await findMarkedProcesses(d.home, s.session_id)).length > 0, 'its own Chromium runs');
     assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
     assert.equal(existsSync(dir), false, 'its directories are deleted with it');

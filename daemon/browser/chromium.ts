@@ -20,6 +20,8 @@ export const BASE_FLAGS = [
 
 export interface ChromiumOptions {
   executable: string;
+  /** A command prefix the browser runs under (the session's bubblewrap sandbox). */
+  wrapper?: string[];
   userDataDir: string;
   env: Record<string, string>;
   headless: boolean;
@@ -90,7 +92,7 @@ export class ChromiumProcess {
 /** Sends CDP commands over a short-lived browser connection, in order; resolves with their results. */
 export async function cdpCommands(
   wsUrl: string,
-  run: (send: (method: string, params?: object) => Promise<any>) => Promise<void>,
+  run: (send: (method: string, params?: object, sessionId?: string) => Promise<any>) => Promise<void>,
 ): Promise<void> {
   const ws = new WebSocket(wsUrl, { perMessageDeflate: false });
   await new Promise<void>((resolve, reject) => {
@@ -107,11 +109,12 @@ export async function cdpCommands(
     if (msg.error) p.reject(new Error(msg.error.message));
     else p.resolve(msg.result);
   });
-  const send = (method: string, params: object = {}) =>
+  // sessionId addresses a target attached with flatten: true (its page, not the browser).
+  const send = (method: string, params: object = {}, sessionId?: string) =>
     new Promise<any>((resolve, reject) => {
       const id = ++next;
       pending.set(id, { resolve, reject });
-      ws.send(JSON.stringify({ id, method, params }));
+      ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
     });
   try {
     await run(send);
@@ -153,7 +156,8 @@ function sendBrowserClose(wsUrl: string): Promise<void> {
 }
 
 export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProcess> {
-  const child = spawn(o.executable, chromiumArgs(o), {
+  const [command, ...prefix] = [...(o.wrapper ?? []), o.executable];
+  const child = spawn(command!, [...prefix, ...chromiumArgs(o)], {
     env: o.env,
     // Own process group: one signal to -pid reaches the browser and every renderer it forked.
     detached: true,

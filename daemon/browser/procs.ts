@@ -11,26 +11,39 @@ export function markedEnv(home: string, sessionId: string): Record<string, strin
 
 /**
  * Pids of processes started for this home (and, if given, this session), found by their
- * environment. This also finds helpers that left the process group, such as Chromium's
+ * environment, plus all their descendants: Chromium's zygote and renderers overwrite the memory
+ * /proc shows as their environment with their process titles, so only the ancestor carries a
+ * readable marker. This also finds helpers that left the process group, such as Chromium's
  * crashpad handler, and processes a crashed daemon never got to record.
  */
 export async function findMarkedProcesses(home: string, sessionId?: string): Promise<number[]> {
   const wantHome = `${HOME_MARK}=${home}`;
   const wantSession = sessionId ? `${SESSION_MARK}=${sessionId}` : `${SESSION_MARK}=`;
   const entries = await readdir('/proc').catch(() => [] as string[]);
-  const found: number[] = [];
+  const marked = new Set<number>();
+  const children = new Map<number, number[]>();
   await Promise.all(
     entries.map(async (name) => {
       const pid = Number(name);
       if (!Number.isInteger(pid) || pid === process.pid) return;
+      const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
       const environ = await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '');
       if (!environ) return;
       const vars = environ.split('\0');
       if (!vars.includes(wantHome)) return;
-      if (sessionId ? vars.includes(wantSession) : vars.some((v) => v.startsWith(wantSession))) found.push(pid);
+      if (sessionId ? vars.includes(wantSession) : vars.some((v) => v.startsWith(wantSession))) marked.add(pid);
     }),
   );
-  return found;
+  const found = new Set<number>();
+  const visit = (pid: number) => {
+    if (found.has(pid)) return;
+    found.add(pid);
+    for (const child of children.get(pid) ?? []) visit(child);
+  };
+  for (const pid of marked) visit(pid);
+  return [...found];
 }
 
 export function signal(pid: number, sig: NodeJS.Signals | 0): boolean {

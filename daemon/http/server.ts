@@ -56,6 +56,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(makeValidators());
   app.decorateRequest('org', null);
 
+  // File bytes reach their handler as the raw stream (routes with `consumes`); elsewhere they fail validation.
+  app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
   // A JSON API: a text/plain body is refused with 415 instead of failing validation as a string.
   app.removeContentTypeParser('text/plain');
   // An empty body with a JSON content type (some clients send it on DELETE) is no body, not an error.
@@ -117,7 +119,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   for (const [op, route] of Object.entries(routes) as [OperationId, RouteDef][]) {
     const handler = deps.handlers[op] as (ctx: object) => unknown;
     const response: Record<string, TSchema | object> = {
-      [route.success.status]: route.success.body ?? { type: 'null', description: 'No Content' },
+      [route.success.status]: route.produces
+        ? { description: route.produces, content: { [route.produces]: { schema: { type: 'string', format: 'binary' } } } }
+        : (route.success.body ?? { type: 'null', description: 'No Content' }),
       ...(route.noContentOnNull ? { 204: { type: 'null', description: 'No Content' } } : {}),
       '4xx': ErrorBodySchema,
       '5xx': ErrorBodySchema,
@@ -148,6 +152,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         });
         if (result === null && route.noContentOnNull) return reply.code(204).send();
         reply.code(route.success.status);
+        if (route.produces) return reply.type(route.produces).send(result);
         return route.success.body ? result : reply.send();
       },
     });

@@ -31,7 +31,11 @@ async function freePort(): Promise<number> {
  * rate; -xrandr follows viewport changes.
  */
 export async function startVncServer(req: VncRequest, attempts = 3): Promise<VncServer> {
-  const interval = String(Math.max(1, Math.round(1000 / req.refreshRate)));
+  // Pacing (measured with bench/liveview.ts): libvncserver sleeps -defer before every update it
+  // sends, and x11vnc notices changes on its -wait polls, so the two add up. A full interval of
+  // each delivered about half the refresh rate; half an interval of each comes close to it.
+  const half = String(Math.max(1, Math.round(500 / req.refreshRate)));
+  const [wait, defer] = [half, half];
   let lastError = '';
   for (let i = 0; i < attempts; i++) {
     const port = await freePort();
@@ -52,8 +56,8 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
         '-xrandr',
         '-nonc',
         '-nowireframe',
-        '-wait', interval,
-        '-defer', interval,
+        '-wait', wait,
+        '-defer', defer,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: req.env },
     );

@@ -5,6 +5,8 @@ import { killMarked, markedEnv } from '../browser/procs.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
 import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
+import { FileOps } from '../fs/file-ops.js';
 import type { SessionRecord } from '../store.js';
 
 export interface RuntimeDeps {
@@ -12,22 +14,26 @@ export interface RuntimeDeps {
   sessionsDir: string;
   chromiumPath: string;
   displays: DisplayAllocator;
+  sandbox: Sandbox;
   noSandbox: boolean;
 }
 
 /** Per-session directories; everything a browser writes stays below `root` and goes with it. */
 export function sessionDirs(sessionsDir: string, id: string) {
   const root = join(sessionsDir, id);
+  // home is the session's /home/kernel and tmp its /tmp (see daemon/sandbox).
   const home = join(root, 'home');
+  const tmp = join(root, 'tmp');
   return {
     root,
-    userData: join(root, 'user-data'),
     home,
+    userData: join(home, 'user-data'),
+    downloads: join(home, 'Downloads'),
     config: join(home, '.config'),
     cache: join(home, '.cache'),
     data: join(home, '.local', 'share'),
-    tmp: join(root, 'tmp'),
-    run: join(root, 'run'),
+    tmp,
+    run: join(tmp, '.xdg-runtime'),
   };
 }
 
@@ -38,7 +44,7 @@ export function sessionDirs(sessionsDir: string, id: string) {
 export async function prepareSessionDirs(sessionsDir: string, home: string, id: string) {
   const dirs = sessionDirs(sessionsDir, id);
   await Promise.all(
-    [dirs.userData, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
+    [dirs.userData, dirs.downloads, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
       mkdir(d, { recursive: true, mode: 0o700 }),
     ),
   );
@@ -57,15 +63,18 @@ export async function prepareSessionDirs(sessionsDir: string, home: string, id: 
   return { dirs, env };
 }
 
-/**
- * A running session: owns its Chromium, its Xvfb (when headful) and its directories, and is the
- * only thing that stops them. Activity holds (CDP clients, viewers) keep the inactivity timer off.
- */
-export type ClientKind = 'cdp' | 'viewer';
+/** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight. */
+export type ClientKind = 'cdp' | 'viewer' | 'api';
 
+/**
+ * A running session: owns its Chromium (in the session's sandbox), its Xvfb, window manager and
+ * x11vnc (when headful) and its directories, and is the only thing that stops them. Connected
+ * clients (CDP, viewers, API requests) keep the inactivity timer off.
+ */
 export class LiveSession {
-  private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0 };
+  private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0, api: 0 };
   private lastActivity = Date.now();
+  private fileOps?: FileOps;
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
@@ -90,10 +99,12 @@ export class LiveSession {
         vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env });
         vnc.catch(() => {});
       }
+      const roots = { home: dirs.home, tmp: dirs.tmp };
       const chromium = await launchChromium({
         executable: deps.chromiumPath,
-        userDataDir: dirs.userData,
-        env: display ? { ...env, DISPLAY: `:${display.number}` } : env,
+        wrapper: deps.sandbox.wrap(roots, { display: display?.number }),
+        userDataDir: deps.sandbox.homePath(roots, 'user-data'),
+        env: { ...env, ...deps.sandbox.insideEnv(roots), ...(display ? { DISPLAY: `:${display.number}` } : {}) },
         headless: record.headless,
         width: record.viewport.width,
         height: record.viewport.height,
@@ -138,11 +149,21 @@ export class LiveSession {
 
   /** Milliseconds without any client, or 0 while one is connected. */
   idleFor(now = Date.now()): number {
-    return this.clients.cdp + this.clients.viewer > 0 ? 0 : now - this.lastActivity;
+    return this.clients.cdp + this.clients.viewer + this.clients.api > 0 ? 0 : now - this.lastActivity;
   }
 
   connected(kind: ClientKind): number {
     return this.clients[kind];
+  }
+
+  /** Filesystem operations inside this session's sandbox. */
+  get files(): FileOps {
+    const dirs = sessionDirs(this.deps.sessionsDir, this.id);
+    this.fileOps ??= new FileOps(this.deps.sandbox, { home: dirs.home, tmp: dirs.tmp }, {
+      PATH: this.env.PATH!,
+      ...markedEnv(this.deps.home, this.id),
+    });
+    return this.fileOps;
   }
 
   /** The loopback port of this session's VNC server (headful sessions only). */

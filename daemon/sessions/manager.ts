@@ -196,6 +196,22 @@ export class SessionManager {
     await this.end(record.id, 'deleted');
   }
 
+  /**
+   * Runs an operation inside one of the org's running sessions (computer control, filesystem),
+   * holding the session active while it runs: 404 for another org's or an ended session.
+   */
+  async withSession<T>(org: OrgRecord, idOrName: string, run: (session: LiveSession) => Promise<T>): Promise<T> {
+    const record = this.find(org, idOrName, false);
+    const session = this.liveSession(record.id);
+    if (!session) throw new NotFoundError(`browser session ${idOrName} not found or ended`);
+    const release = session.hold('api');
+    try {
+      return await run(session);
+    } finally {
+      release();
+    }
+  }
+
   /** The live session for a CDP or live-view connection, if it still runs. */
   liveSession(id: string): LiveSession | undefined {
     const s = this.live.get(id);

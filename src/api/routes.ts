@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Type, type Static, type TSchema } from 'typebox';
 import * as S from './schemas.js';
 
@@ -22,6 +23,10 @@ export interface RouteDef {
   hidden?: boolean;
   /** The handler may answer null, sent as 204 with no body (an acquire that timed out). */
   noContentOnNull?: true;
+  /** A success body that is not JSON (a file, a PNG): its media type; the handler returns bytes or a stream. */
+  produces?: string;
+  /** A request body that is not JSON (a file's bytes): its media type; the handler gets the raw stream. */
+  consumes?: string;
 }
 
 const NoContent = { status: 204, body: null } as const;
@@ -179,6 +184,192 @@ export const routes = {
     body: S.ReleasePoolSchema,
     success: NoContent,
   },
+
+  // Filesystem inside a session: writes are PUTs, reads GETs, as Kernel serves them.
+  fsCreateDirectory: {
+    method: 'PUT',
+    url: '/browsers/:id/fs/create_directory',
+    auth: 'key',
+    summary: 'Create a directory (recursive, idempotent; mode default 755)',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    body: S.CreateDirectoryBodySchema,
+    success: NoContent,
+  },
+  fsDeleteDirectory: {
+    method: 'PUT',
+    url: '/browsers/:id/fs/delete_directory',
+    auth: 'key',
+    summary: 'Delete a directory recursively (succeeds when missing; removes a plain file too)',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    body: S.FsPathBodySchema,
+    success: NoContent,
+  },
+  fsSetFilePermissions: {
+    method: 'PUT',
+    url: '/browsers/:id/fs/set_file_permissions',
+    auth: 'key',
+    summary: 'Set a file mode (owner and group best-effort)',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    body: S.SetFilePermissionsBodySchema,
+    success: NoContent,
+  },
+  fsDeleteFile: {
+    method: 'PUT',
+    url: '/browsers/:id/fs/delete_file',
+    auth: 'key',
+    summary: 'Delete a file',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    body: S.FsPathBodySchema,
+    success: NoContent,
+  },
+  fsMove: {
+    method: 'PUT',
+    url: '/browsers/:id/fs/move',
+    auth: 'key',
+    summary: 'Move or rename a file or directory',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    body: S.MoveBodySchema,
+    success: NoContent,
+  },
+  fsFileInfo: {
+    method: 'GET',
+    url: '/browsers/:id/fs/file_info',
+    auth: 'key',
+    summary: 'Information about a file or directory',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    querystring: S.FsPathQuerySchema,
+    success: { status: 200, body: S.FileInfoSchema },
+  },
+  fsListFiles: {
+    method: 'GET',
+    url: '/browsers/:id/fs/list_files',
+    auth: 'key',
+    summary: 'List a directory',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    querystring: S.FsPathQuerySchema,
+    success: { status: 200, body: Type.Array(S.FileInfoSchema) },
+  },
+  fsReadFile: {
+    method: 'GET',
+    url: '/browsers/:id/fs/read_file',
+    auth: 'key',
+    summary: "Read a file's bytes",
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    querystring: S.FsPathQuerySchema,
+    success: { status: 200, body: null },
+    produces: 'application/octet-stream',
+  },
+  fsWriteFile: {
+    method: 'PUT',
+    url: '/browsers/:id/fs/write_file',
+    auth: 'key',
+    summary: 'Write a file from the raw request body (created or replaced)',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    querystring: S.WriteFileQuerySchema,
+    success: NoContent,
+    consumes: 'application/octet-stream',
+  },
+
+  // Computer control: one input action at a time per session (daemon/computer/).
+  computerDragMouse: {
+    method: 'POST',
+    url: '/browsers/:id/computer/drag_mouse',
+    auth: 'key',
+    summary: 'Drag the mouse along a path with a button held (steps_per_segment relative moves per segment)',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.DragMouseSchema,
+    success: NoContent,
+  },
+  computerScroll: {
+    method: 'POST',
+    url: '/browsers/:id/computer/scroll',
+    auth: 'key',
+    summary: 'Scroll the mouse wheel at a position: delta_y notches down (negative up), then delta_x right (negative left)',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.ScrollSchema,
+    success: NoContent,
+  },
+  computerClickMouse: {
+    method: 'POST',
+    url: '/browsers/:id/computer/click_mouse',
+    auth: 'key',
+    summary: 'Click (or press or release) a mouse button at a position',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.ClickMouseSchema,
+    success: NoContent,
+  },
+  computerMoveMouse: {
+    method: 'POST',
+    url: '/browsers/:id/computer/move_mouse',
+    auth: 'key',
+    summary: 'Move the mouse to a position',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.MoveMouseSchema,
+    success: NoContent,
+  },
+  computerTypeText: {
+    method: 'POST',
+    url: '/browsers/:id/computer/type',
+    auth: 'key',
+    summary: 'Type text (non-ASCII text is inserted with CDP Input.insertText)',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.TypeTextSchema,
+    success: NoContent,
+  },
+  computerPressKey: {
+    method: 'POST',
+    url: '/browsers/:id/computer/press_key',
+    auth: 'key',
+    summary: 'Press keys or combinations such as ctrl+t, in order',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.PressKeySchema,
+    success: NoContent,
+  },
+  computerScreenshot: {
+    method: 'POST',
+    url: '/browsers/:id/computer/screenshot',
+    auth: 'key',
+    summary: "A PNG of the session's screen (headful: the X display; headless: the page), optionally a region",
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.ScreenshotSchema,
+    success: { status: 200, body: null },
+    produces: 'image/png',
+  },
+  computerGetMousePosition: {
+    method: 'POST',
+    url: '/browsers/:id/computer/get_mouse_position',
+    auth: 'key',
+    summary: 'Where the mouse is',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    success: { status: 200, body: S.MousePositionSchema },
+  },
+  computerBatch: {
+    method: 'POST',
+    url: '/browsers/:id/computer/batch',
+    auth: 'key',
+    summary: 'Run actions in order; the first error stops the batch (400 "actions[i] (type): message")',
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: S.BatchSchema,
+    success: NoContent,
+  },
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;
@@ -187,8 +378,14 @@ export type OperationId = keyof Routes;
 type StaticOf<T> = T extends TSchema ? Static<T> : undefined;
 export type ParamsOf<K extends OperationId> = StaticOf<Routes[K] extends { params: infer P } ? P : undefined>;
 export type QueryOf<K extends OperationId> = StaticOf<Routes[K] extends { querystring: infer Q } ? Q : undefined>;
-export type BodyOf<K extends OperationId> = StaticOf<Routes[K] extends { body: infer B } ? B : undefined>;
-type SuccessOf<K extends OperationId> = Routes[K]['success']['body'] extends TSchema
-  ? Static<Routes[K]['success']['body']>
-  : void;
+/** Raw bytes in or out: a stream on the daemon's side, a Buffer (or text) on the client's. */
+export type RawBody = Readable | Buffer | string;
+export type BodyOf<K extends OperationId> = Routes[K] extends { consumes: string }
+  ? RawBody
+  : StaticOf<Routes[K] extends { body: infer B } ? B : undefined>;
+type SuccessOf<K extends OperationId> = Routes[K] extends { produces: string }
+  ? RawBody
+  : Routes[K]['success']['body'] extends TSchema
+    ? Static<Routes[K]['success']['body']>
+    : void;
 export type ResponseOf<K extends OperationId> = Routes[K] extends { noContentOnNull: true } ? SuccessOf<K> | null : SuccessOf<K>;

@@ -292,3 +292,154 @@ export const ReleasePoolSchema = Type.Object(
   strict,
 );
 export type ReleasePoolBody = Static<typeof ReleasePoolSchema>;
+
+// Filesystem inside a session (kernel-wire "Filesystem"). Absolute paths and `..` are checked by
+// the daemon (daemon/fs/paths.ts), so the message can say why a path is refused.
+const FsPath = Type.String({ minLength: 1, maxLength: 4096, description: 'Absolute path as the browser sees it' });
+const OctalMode = Type.String({ pattern: '^[0-7]{3,4}$', description: 'Octal mode, e.g. 755' });
+
+export const FsPathBodySchema = Type.Object({ path: FsPath }, strict);
+export const FsPathQuerySchema = Type.Object({ path: FsPath });
+export const CreateDirectoryBodySchema = Type.Object({ path: FsPath, mode: Type.Optional(OctalMode) }, strict);
+export const SetFilePermissionsBodySchema = Type.Object(
+  {
+    path: FsPath,
+    mode: OctalMode,
+    owner: Type.Optional(Type.String({ minLength: 1, description: 'User name or numeric id (best effort)' })),
+    group: Type.Optional(Type.String({ minLength: 1, description: 'Group name or numeric id (best effort)' })),
+  },
+  strict,
+);
+export const MoveBodySchema = Type.Object({ src_path: FsPath, dest_path: FsPath }, strict);
+export const WriteFileQuerySchema = Type.Object({ path: FsPath, mode: Type.Optional(OctalMode) });
+export const FileInfoSchema = Type.Object({
+  name: Type.String(),
+  path: Type.String(),
+  size_bytes: Type.Integer(),
+  is_dir: Type.Boolean(),
+  mod_time: Type.String({ format: 'date-time' }),
+  mode: Type.String(),
+});
+
+// Computer control (kernel-wire "Computer control"; field names as the official SDK sends them).
+// Coordinates inside the screen and key names are checked by the daemon (daemon/computer/).
+const Coordinate = (description: string) => Type.Integer({ minimum: 0, description });
+const HoldKeysSchema = Type.Array(Type.String({ minLength: 1 }), {
+  description: 'Keys held during the action: ctrl, control, alt, shift, super, meta (any case) or X keysyms (Control_L, Shift_R, ...)',
+});
+const SmoothFields = {
+  smooth: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; rbrowse moves in straight steps' })),
+  duration_ms: Type.Optional(Type.Integer({ minimum: 0, description: 'Accepted for compatibility; used only with smooth' })),
+};
+
+export const DragMouseSchema = Type.Object(
+  {
+    path: Type.Array(Type.Array(Type.Integer(), { minItems: 2, maxItems: 2 }), {
+      minItems: 2,
+      description: '[x, y] points to move through while the button is held; at least 2',
+    }),
+    button: Type.Optional(Type.Enum(['left', 'middle', 'right'], { default: 'left' })),
+    delay: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Milliseconds between button down and the first move' })),
+    steps_per_segment: Type.Optional(Type.Integer({ minimum: 1, default: 10, description: 'Relative moves per path segment' })),
+    step_delay_ms: Type.Optional(Type.Integer({ minimum: 0, default: 50, description: 'Milliseconds between relative moves' })),
+    hold_keys: Type.Optional(HoldKeysSchema),
+    ...SmoothFields,
+  },
+  strict,
+);
+export type DragMouseBody = Static<typeof DragMouseSchema>;
+
+export const ScrollSchema = Type.Object(
+  {
+    x: Coordinate('Where to scroll'),
+    y: Coordinate('Where to scroll'),
+    delta_x: Type.Optional(Type.Integer({ default: 0, description: 'Wheel notches; positive scrolls right, negative left' })),
+    delta_y: Type.Optional(Type.Integer({ default: 0, description: 'Wheel notches; positive scrolls down, negative up' })),
+    hold_keys: Type.Optional(HoldKeysSchema),
+  },
+  strict,
+);
+export type ScrollBody = Static<typeof ScrollSchema>;
+
+export const ClickMouseSchema = Type.Object(
+  {
+    x: Coordinate('Where to click'),
+    y: Coordinate('Where to click'),
+    button: Type.Optional(Type.Enum(['left', 'right', 'middle', 'back', 'forward'], { default: 'left' })),
+    click_type: Type.Optional(Type.Enum(['down', 'up', 'click'], { default: 'click' })),
+    num_clicks: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+    hold_keys: Type.Optional(HoldKeysSchema),
+  },
+  strict,
+);
+export type ClickMouseBody = Static<typeof ClickMouseSchema>;
+
+export const MoveMouseSchema = Type.Object(
+  { x: Coordinate('Where to move'), y: Coordinate('Where to move'), hold_keys: Type.Optional(HoldKeysSchema), ...SmoothFields },
+  strict,
+);
+export type MoveMouseBody = Static<typeof MoveMouseSchema>;
+
+export const TypeTextSchema = Type.Object(
+  {
+    text: Type.String({ description: 'Text to type; non-ASCII text is inserted as text' }),
+    delay: Type.Optional(Type.Integer({ minimum: 0, default: 12, description: 'Milliseconds between keystrokes' })),
+  },
+  strict,
+);
+export type TypeTextBody = Static<typeof TypeTextSchema>;
+
+export const PressKeySchema = Type.Object(
+  {
+    keys: Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      description: 'xdotool key names or combinations, pressed in order: Return, F5, ctrl+t, Ctrl+Shift+Tab',
+    }),
+    duration: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Milliseconds to hold each; 0 taps' })),
+    hold_keys: Type.Optional(HoldKeysSchema),
+  },
+  strict,
+);
+export type PressKeyBody = Static<typeof PressKeySchema>;
+
+export const ScreenshotSchema = Type.Object(
+  {
+    region: Type.Optional(
+      Type.Object(
+        {
+          x: Type.Integer({ minimum: 0 }),
+          y: Type.Integer({ minimum: 0 }),
+          width: Type.Integer({ minimum: 1 }),
+          height: Type.Integer({ minimum: 1 }),
+        },
+        strict,
+      ),
+    ),
+  },
+  strict,
+);
+export type ScreenshotBody = Static<typeof ScreenshotSchema>;
+
+export const MousePositionSchema = Type.Object({ x: Type.Integer(), y: Type.Integer() });
+
+export const ComputerActionSchema = Type.Object(
+  {
+    type: Type.Enum(['click_mouse', 'move_mouse', 'type_text', 'press_key', 'scroll', 'drag_mouse', 'set_cursor', 'sleep']),
+    click_mouse: Type.Optional(ClickMouseSchema),
+    move_mouse: Type.Optional(MoveMouseSchema),
+    type_text: Type.Optional(TypeTextSchema),
+    press_key: Type.Optional(PressKeySchema),
+    scroll: Type.Optional(ScrollSchema),
+    drag_mouse: Type.Optional(DragMouseSchema),
+    set_cursor: Type.Optional(Type.Object({ hidden: Type.Boolean() }, strict)),
+    sleep: Type.Optional(Type.Object({ duration_ms: Type.Integer({ minimum: 0, maximum: 60_000 }) }, strict)),
+  },
+  { ...strict, description: 'One action: `type` names it and the field of that name carries its parameters' },
+);
+export type ComputerAction = Static<typeof ComputerActionSchema>;
+
+export const BatchSchema = Type.Object(
+  { actions: Type.Array(ComputerActionSchema, { description: 'Run in order; the first error stops the batch' }) },
+  strict,
+);
+export type BatchBody = Static<typeof BatchSchema>;

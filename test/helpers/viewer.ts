@@ -7,6 +7,10 @@ import { findMarkedProcesses } from '../../daemon/browser/procs.js';
 export async function launchViewer(): Promise<Browser> {
   return chromium.launch({
     executablePath: resolveChromium(),
+    // Playwright's own signal handlers would exit the process before the test's cleanup ran.
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
     args: ['--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
 }

@@ -1,0 +1,98 @@
+import type * as S from '../../src/api/schemas.js';
+import { ApiError, BadRequestError } from '../../src/errors.js';
+import type { SessionManager } from '../sessions/manager.js';
+import type { LiveSession } from '../sessions/live-session.js';
+import type { OrgRecord } from '../store.js';
+import { actionOps, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
+import type { InputBackend } from './backend.js';
+import { CdpInput } from './cdp-input.js';
+import { InputLocks } from './lock.js';
+import type { Op, Screen } from './plan.js';
+import { XdotoolInput } from './xdotool-input.js';
+
+/** Computer control of a session: requests in, op plans performed by the session's backend. */
+export class ComputerControl {
+  private readonly locks = new InputLocks();
+  private readonly xdotool = new XdotoolInput();
+  private readonly cdp = new CdpInput();
+
+  constructor(private readonly sessions: SessionManager) {}
+
+  private backend(session: LiveSession): InputBackend {
+    return session.display ? this.xdotool : this.cdp;
+  }
+
+  /** The session's current screen: its viewport, which a resize (PATCH) keeps up to date. */
+  private screen(session: LiveSession): Screen {
+    return { width: session.record.viewport.width, height: session.record.viewport.height };
+  }
+
+  /**
+   * Plans against the session's screen and performs the plan under the session's input lock. The
+   * plan is made inside the lock, so a resize queued before it is already in effect.
+   */
+  private input(org: OrgRecord, id: string, plan: (screen: Screen) => Op[]): Promise<void> {
+    return this.sessions.withSession(org, id, (session) =>
+      this.locks.run(session.id, () => this.backend(session).perform(session, plan(this.screen(session)))),
+    );
+  }
+
+  dragMouse(org: OrgRecord, id: string, body: S.DragMouseBody): Promise<void> {
+    return this.input(org, id, (screen) => dragOps(body, screen));
+  }
+
+  scroll(org: OrgRecord, id: string, body: S.ScrollBody): Promise<void> {
+    return this.input(org, id, (screen) => scrollOps(body, screen));
+  }
+
+  clickMouse(org: OrgRecord, id: string, body: S.ClickMouseBody): Promise<void> {
+    return this.input(org, id, (screen) => clickOps(body, screen));
+  }
+
+  moveMouse(org: OrgRecord, id: string, body: S.MoveMouseBody): Promise<void> {
+    return this.input(org, id, (screen) => moveOps(body, screen));
+  }
+
+  typeText(org: OrgRecord, id: string, body: S.TypeTextBody): Promise<void> {
+    return this.input(org, id, () => typeOps(body));
+  }
+
+  pressKey(org: OrgRecord, id: string, body: S.PressKeyBody): Promise<void> {
+    return this.input(org, id, () => pressKeyOps(body));
+  }
+
+  /** Actions run in order under one hold of the lock; the first failure stops the batch. */
+  batch(org: OrgRecord, id: string, body: S.BatchBody): Promise<void> {
+    return this.sessions.withSession(org, id, (session) =>
+      this.locks.run(session.id, async () => {
+        const backend = this.backend(session);
+        for (const [i, action] of body.actions.entries()) {
+          try {
+            await backend.perform(session, actionOps(action, this.screen(session)));
+          } catch (err) {
+            if (!(err instanceof ApiError) || err.status !== 400) throw err;
+            const prefix = `actions.${i}.`;
+            throw new BadRequestError(
+              `actions[${i}] (${action.type}): ${err.message}`,
+              err.details?.map((d) => ({ ...d, message: prefix + d.message })),
+            );
+          }
+        }
+      }),
+    );
+  }
+
+  /** Waits for input in progress, so the position is where that input left the mouse. */
+  mousePosition(org: OrgRecord, id: string): Promise<{ x: number; y: number }> {
+    return this.sessions.withSession(org, id, (session) =>
+      this.locks.run(session.id, () => this.backend(session).mousePosition(session)),
+    );
+  }
+
+  /** Not input, so it does not wait for the lock: a screenshot mid-drag shows the drag. */
+  screenshot(org: OrgRecord, id: string, body: S.ScreenshotBody | undefined): Promise<Buffer> {
+    return this.sessions.withSession(org, id, (session) =>
+      this.backend(session).screenshot(session, screenshotRect(body, this.screen(session))),
+    );
+  }
+}

@@ -1,0 +1,56 @@
+import type { Readable } from 'node:stream';
+import { octalMode, sessionPath } from '../../fs/paths.js';
+import type { SessionManager } from '../../sessions/manager.js';
+import type { HandlerGroup } from '../handlers.js';
+
+type FsOps =
+  | 'fsCreateDirectory'
+  | 'fsDeleteDirectory'
+  | 'fsSetFilePermissions'
+  | 'fsDeleteFile'
+  | 'fsMove'
+  | 'fsFileInfo'
+  | 'fsListFiles'
+  | 'fsReadFile'
+  | 'fsWriteFile';
+
+/** Each operation runs inside the caller's session (404 for another org's or an ended one). */
+export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
+  const inSession = sessions.withSession.bind(sessions);
+  return {
+    fsCreateDirectory: ({ org, params, body }) =>
+      inSession(org, params.id, (s) =>
+        s.files.createDirectory(sessionPath('path', body.path), body.mode === undefined ? '755' : octalMode('mode', body.mode)),
+      ),
+    fsDeleteDirectory: ({ org, params, body }) =>
+      inSession(org, params.id, (s) => s.files.deleteDirectory(sessionPath('path', body.path))),
+    fsSetFilePermissions: ({ org, params, body }) =>
+      inSession(org, params.id, (s) =>
+        s.files.setPermissions(sessionPath('path', body.path), octalMode('mode', body.mode), body.owner, body.group),
+      ),
+    fsDeleteFile: ({ org, params, body }) =>
+      inSession(org, params.id, (s) => s.files.deleteFile(sessionPath('path', body.path))),
+    fsMove: ({ org, params, body }) =>
+      inSession(org, params.id, (s) =>
+        s.files.move(sessionPath('src_path', body.src_path), sessionPath('dest_path', body.dest_path)),
+      ),
+    fsFileInfo: ({ org, params, query }) => inSession(org, params.id, (s) => s.files.info(sessionPath('path', query.path))),
+    fsListFiles: ({ org, params, query }) => inSession(org, params.id, (s) => s.files.list(sessionPath('path', query.path))),
+    fsReadFile: ({ org, params, query, reply }) =>
+      inSession(org, params.id, async (s) => {
+        const { stream, size } = await s.files.read(sessionPath('path', query.path));
+        // The session stays active until the last byte is out, not just until the stream starts.
+        stream.once('close', s.hold('api'));
+        reply.header('content-length', size);
+        return stream;
+      }),
+    fsWriteFile: ({ org, params, query, body }) =>
+      inSession(org, params.id, (s) =>
+        s.files.write(
+          sessionPath('path', query.path),
+          body as Readable,
+          query.mode === undefined ? undefined : octalMode('mode', query.mode),
+        ),
+      ),
+  };
+}

@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Kernel from '@onkernel/sdk';
+import { chromium, type Browser, type Page } from 'playwright';
+import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { startFixtureServer } from './helpers/fixtures.js';
+
+interface Ev {
+  type: string;
+  x: number;
+  y: number;
+  buttons: number;
+  deltaX: number;
+  deltaY: number;
+  key: string;
+  ctrlKey: boolean;
+  shiftKey: boolean;
+  altKey: boolean;
+  isTrusted: boolean;
+  t: number;
+}
+
+interface Session {
+  id: string;
+  page: Page;
+  browser: Browser;
+}
+
+let d: TestDaemon;
+let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
+const sessions: Record<'headful' | 'headless', Session> = {} as never;
+
+/** kiosk_mode: the page fills the screen, so page coordinates are screen coordinates. */
+async function open(headless: boolean): Promise<Session> {
+  const res = await d.api('POST', '/browsers', { headless, kiosk_mode: true, viewport: { width: 1024, height: 768 }, timeout_seconds: 300 });
+  assert.equal(res.status, 200, res.text);
+  const browser = await chromium.connectOverCDP(res.body.cdp_ws_url);
+  const page = browser.contexts()[0]!.pages()[0]!;
+  await page.goto(`${fixtures.url}/events.html`);
+  return { id: res.body.session_id, page, browser };
+}
+
+before(async () => {
+  d = await startTestDaemon();
+  fixtures = await startFixtureServer();
+  [sessions.headful, sessions.headless] = await Promise.all([open(false), open(true)]);
+});
+after(async () => {
+  for (const s of Object.values(sessions)) await s.browser.close().catch(() => {});
+  await fixtures?.close();
+  await d?.stop();
+});
+
+const computer = (s: Session, action: string, body?: object) => d.api('POST', `/browsers/${s.id}/computer/${action}`, body);
+
+async function ok(s: Session, action: string, body?: object) {
+  const res = await computer(s, action, body);
+  assert.equal(res.status, 204, `${action}: ${res.text}`);
+}
+
+/** Takes the page's events once `done` says the last expected one arrived. */
+async function takeEvents(s: Session, done: (evs: Ev[]) => boolean): Promise<Ev[]> {
+  const seen = () => s.page.evaluate(() => (window as any).events as Ev[]);
+  await waitFor(async () => done(await seen()), 5000, 'the events to arrive');
+  return s.page.evaluate(() => (window as any).events.splice(0) as Ev[]);
+}
+
+const clear = (s: Session) => s.page.evaluate(() => void (window as any).events.splice(0));
+
+/** Distance of p from the segment a-b. */
+function offSegment(p: [number, number], a: [number, number], b: [number, number]): number {
+  const [dx, dy] = [b[0] - a[0], b[1] - a[1]];
+  const t = Math.max(0, Math.min(1, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / (dx * dx + dy * dy)));
+  return Math.hypot(p[0] - (a[0] + t * dx), p[1] - (a[1] + t * dy));
+}
+
+function pngSize(png: Buffer): { width: number; height: number } {
+  assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+  assert.equal(png.subarray(12, 16).toString('latin1'), 'IHDR');
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+}
+
+async function screenshot(s: Session, body: object): Promise<{ status: number; type: string | null; png: Buffer }> {
+  const res = await fetch(`${d.baseUrl}/browsers/${s.id}/computer/screenshot`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, type: res.headers.get('content-type'), png: Buffer.from(await res.arrayBuffer()) };
+}
+
+for (const mode of ['headful', 'headless'] as const) {
+  describe(`computer control, ${mode}`, () => {
+    test('drag: mousedown at the first point, moves along the path, mouseup at the last, modifiers held', async () => {
+      const s = sessions[mode];
+      await ok(s, 'move_mouse', { x: 5, y: 5 });
+      await clear(s);
+      const path: [number, number][] = [[100, 100], [300, 200], [500, 150]];
+      await ok(s, 'drag_mouse', { path, steps_per_segment: 4, step_delay_ms: 40, hold_keys: ['ctrl', 'Shift_L'] });
+      const evs = (await takeEvents(s, (e) => e.some((x) => x.type === 'mouseup'))).filter((e) => e.type.startsWith('mouse'));
+      const downAt = evs.findIndex((e) => e.type === 'mousedown');
+      const down = evs[downAt]!;
+      const up = evs.find((e) => e.type === 'mouseup')!;
+      assert.deepEqual([down.x, down.y, down.buttons], [100, 100, 1]);
+      assert.deepEqual([up.x, up.y], [500, 150]);
+      const moves = evs.slice(downAt + 1).filter((e) => e.type === 'mousemove');
+      assert.ok(moves.length >= 4, `moves seen while dragging: ${moves.length}`);
+      for (const m of moves) {
+        assert.equal(m.buttons, 1);
+        const off = Math.min(offSegment([m.x, m.y], path[0]!, path[1]!), offSegment([m.x, m.y], path[1]!, path[2]!));
+        assert.ok(off <= 1.5, `(${m.x},${m.y}) lies on the path`);
+      }
+      assert.ok(moves.some((m) => m.x === 300 && m.y === 200), 'passes through the middle point exactly');
+      for (const e of [down, ...moves, up]) {
+        assert.ok(e.ctrlKey && e.shiftKey && !e.altKey, `${e.type} carries ctrl and shift`);
+        assert.equal(e.isTrusted, true);
+      }
+      const after = await computer(s, 'get_mouse_position');
+      assert.deepEqual(after.body, { x: 500, y: 150 });
+    });
+
+    test('scroll: notches in the right directions, vertical first, with held keys', async () => {
+      const s = sessions[mode];
+      await clear(s);
+      await ok(s, 'scroll', { x: 400, y: 300, delta_y: 2, delta_x: -1, hold_keys: ['alt'] });
+      await ok(s, 'scroll', { x: 400, y: 300, delta_y: -1 });
+      await ok(s, 'scroll', { x: 400, y: 300, delta_x: 1 });
+      const wheels = (await takeEvents(s, (e) => e.filter((x) => x.type === 'wheel').length >= 5)).filter((e) => e.type === 'wheel');
+      const dir = wheels.map((w) => `${Math.sign(w.deltaX)},${Math.sign(w.deltaY)}`);
+      assert.deepEqual(dir, ['0,1', '0,1', '-1,0', '0,-1', '1,0']);
+      // One notch is the same pixel delta in both backends.
+      for (const w of wheels) assert.equal(Math.abs(w.deltaX + w.deltaY), 120);
+      assert.deepEqual(wheels.map((w) => w.altKey), [true, true, true, false, false]);
+      for (const w of wheels) assert.deepEqual([w.x, w.y, w.isTrusted], [400, 300, true]);
+    });
+
+    test('click, type (non-ASCII too) and press_key reach the focused input', async () => {
+      const s = sessions[mode];
+      await s.page.fill('#text', '');
+      await clear(s);
+      await ok(s, 'click_mouse', { x: 700, y: 35 });
+      await ok(s, 'type', { text: 'héllo ✓ ok' });
+      await ok(s, 'press_key', { keys: ['BackSpace', 'BackSpace', 'Left'] });
+      await ok(s, 'type', { text: 'X' });
+      await waitFor(async () => (await s.page.inputValue('#text')) === 'héllo ✓X ', 5000, 'the typed text');
+      const evs = await takeEvents(s, () => true);
+      assert.ok(evs.some((e) => e.type === 'click' && e.x === 700 && e.y === 35 && e.isTrusted));
+      assert.ok(evs.some((e) => e.type === 'keydown' && e.key === 'Backspace' && e.isTrusted));
+    });
+
+    test('screenshot: a PNG of the screen, or of a region', async () => {
+      const s = sessions[mode];
+      const full = await screenshot(s, {});
+      assert.equal(full.status, 200);
+      assert.equal(full.type, 'image/png');
+      assert.deepEqual(pngSize(full.png), { width: 1024, height: 768 });
+      const part = await screenshot(s, { region: { x: 10, y: 20, width: 100, height: 50 } });
+      assert.deepEqual(pngSize(part.png), { width: 100, height: 50 });
+      assert.equal((await screenshot(s, { region: { x: 1000, y: 0, width: 100, height: 50 } })).status, 400);
+    });
+
+    test('batch: runs in order and stops at the first error', async () => {
+      const s = sessions[mode];
+      await clear(s);
+      const res = await computer(s, 'batch', {
+        actions: [
+          { type: 'move_mouse', move_mouse: { x: 123, y: 456 } },
+          { type: 'sleep', sleep: { duration_ms: 10 } },
+          { type: 'drag_mouse', drag_mouse: { path: [[0, 0], [2000, 10]] } },
+          { type: 'click_mouse', click_mouse: { x: 50, y: 50 } },
+        ],
+      });
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.body.message, /^actions\[2\] \(drag_mouse\): path\.1: /);
+      assert.ok(res.body.details.some((x: any) => x.message.startsWith('actions.2.path.1')), res.text);
+      assert.deepEqual((await computer(s, 'get_mouse_position')).body, { x: 123, y: 456 });
+      const evs = await takeEvents(s, () => true);
+      assert.ok(!evs.some((e) => e.type === 'mousedown'), 'nothing after the failing action ran');
+    });
+  });
+}
+
+describe('computer control rules', () => {
+  const bad: [string, string, object, string][] = [
+    ['drag_mouse', 'one point', { path: [[1, 1]] }, 'path'],
+    ['drag_mouse', 'a point of 3 numbers', { path: [[1, 1], [2, 2, 2]] }, 'path.1'],
+    ['drag_mouse', 'a fractional coordinate', { path: [[1.5, 1], [2, 2]] }, 'path.0.0'],
+    ['drag_mouse', 'no path', {}, 'path'],
+    ['drag_mouse', 'a point off the screen', { path: [[1, 1], [1024, 2]] }, 'path.1'],
+    ['drag_mouse', 'a negative point', { path: [[-1, 1], [2, 2]] }, 'path.0'],
+    ['drag_mouse', 'steps_per_segment 0', { path: [[1, 1], [2, 2]], steps_per_segment: 0 }, 'steps_per_segment'],
+    ['drag_mouse', 'negative delay', { path: [[1, 1], [2, 2]], delay: -1 }, 'delay'],
+    ['drag_mouse', 'negative step_delay_ms', { path: [[1, 1], [2, 2]], step_delay_ms: -1 }, 'step_delay_ms'],
+    ['drag_mouse', 'an unknown button', { path: [[1, 1], [2, 2]], button: 'back' }, 'button'],
+    ['drag_mouse', 'an unknown hold key', { path: [[1, 1], [2, 2]], hold_keys: ['ctrl', 'hyperspace'] }, 'hold_keys.1'],
+    ['scroll', 'both deltas 0', { x: 1, y: 1 }, 'delta_y'],
+    ['scroll', 'no x', { y: 1, delta_y: 1 }, 'x'],
+    ['scroll', 'a negative y', { x: 1, y: -1, delta_y: 1 }, 'y'],
+    ['scroll', 'a point off the screen', { x: 1, y: 768, delta_y: 1 }, 'x'],
+    ['scroll', 'an unknown hold key', { x: 1, y: 1, delta_y: 1, hold_keys: ['nope'] }, 'hold_keys.0'],
+    ['click_mouse', 'an unknown button', { x: 1, y: 1, button: 'side' }, 'button'],
+    ['click_mouse', 'num_clicks 0', { x: 1, y: 1, num_clicks: 0 }, 'num_clicks'],
+    ['press_key', 'no keys', { keys: [] }, 'keys'],
+    ['press_key', 'an unknown key', { keys: ['ctrl+nokey'] }, 'keys.0'],
+    ['type', 'no text', {}, 'text'],
+    ['screenshot', 'a region off the screen', { region: { x: 0, y: 0, width: 1025, height: 10 } }, 'region'],
+    ['batch', 'an action without its parameters', { actions: [{ type: 'scroll' }] }, 'actions.0.scroll'],
+  ];
+  for (const [action, what, body, field] of bad) {
+    test(`${action}: ${what} is a 400 naming ${field}`, async () => {
+      const res = await computer(sessions.headless, action, body);
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.body.code, 'bad_request');
+      assert.ok(res.body.details?.some((x: any) => x.code === 'invalid_input' && x.message.startsWith(field)), `${field} named: ${res.text}`);
+    });
+  }
+
+  test("another org's session is not found", async () => {
+    const other = (await d.cli(['auth', 'create-key', '--org', 'computer-other'])).stdout.trim();
+    const res = await d.api('POST', `/browsers/${sessions.headless.id}/computer/scroll`, { x: 1, y: 1, delta_y: 1 }, other);
+    assert.equal(res.status, 404, res.text);
+  });
+
+  test('one input action at a time per session; other sessions do not wait', async () => {
+    const a = sessions.headful;
+    const b = sessions.headless;
+    await Promise.all([clear(a), clear(b)]);
+    const drag = { path: [[50, 300], [250, 300]], steps_per_segment: 5, step_delay_ms: 40 };
+    const timed = async (s: Session) => {
+      const t = Date.now();
+      await ok(s, 'drag_mouse', drag);
+      return Date.now() - t;
+    };
+    const started = Date.now();
+    const [a1, a2, b1] = await Promise.all([timed(a), timed(a), timed(b)]);
+    const both = Date.now() - started;
+    const evs = await takeEvents(a, (e) => e.filter((x) => x.type === 'mouseup').length >= 2);
+    const order = evs.filter((e) => e.type === 'mousedown' || e.type === 'mouseup');
+    assert.deepEqual(order.map((e) => e.type), ['mousedown', 'mouseup', 'mousedown', 'mouseup']);
+    assert.ok(order[1]!.t <= order[2]!.t, 'the second drag starts after the first ends');
+    assert.ok(Math.max(a1, a2) >= 2 * 160, `one of the drags on a waited for the other (${a1}, ${a2} ms)`);
+    assert.ok(b1 < Math.max(a1, a2) - 100, `the drag on another session did not wait (${b1} ms vs ${a1}, ${a2}; ${both} in all)`);
+  });
+
+  test('the CLI drags, scrolls and saves a screenshot', async () => {
+    const s = sessions.headless;
+    await clear(s);
+    const drag = await d.cli(['computer', 'drag', s.id, '--path', '30,30', '90,40', '--steps', '2', '--step-delay', '0', '--hold-key', 'shift']);
+    assert.equal(drag.exitCode, 0, drag.stderr);
+    const scroll = await d.cli(['computer', 'scroll', s.id, '--x', '90', '--y', '40', '--dy', '-1']);
+    assert.equal(scroll.exitCode, 0, scroll.stderr);
+    const evs = await takeEvents(s, (e) => e.some((x) => x.type === 'wheel'));
+    assert.ok(evs.some((e) => e.type === 'mousedown' && e.x === 30 && e.y === 30 && e.shiftKey));
+    assert.ok(evs.some((e) => e.type === 'wheel' && e.deltaY < 0));
+    const file = join(d.home, 'shot.png');
+    const shot = await d.cli(['computer', 'screenshot', s.id, '-o', file, '--region', '0,0,64,32']);
+    assert.equal(shot.exitCode, 0, shot.stderr);
+    assert.deepEqual(pngSize(await readFile(file)), { width: 64, height: 32 });
+    const bad = await d.cli(['computer', 'drag', s.id, '--path', '30,30']);
+    assert.notEqual(bad.exitCode, 0);
+    assert.match(bad.stderr, /path/);
+  });
+
+  test('the official SDK drives drag_mouse and scroll', async () => {
+    const s = sessions.headless;
+    const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+    await clear(s);
+    await kernel.browsers.computer.dragMouse(s.id, { path: [[20, 20], [60, 80]], steps_per_segment: 2, step_delay_ms: 0 });
+    await kernel.browsers.computer.scroll(s.id, { x: 60, y: 80, delta_y: 1 });
+    const evs = await takeEvents(s, (e) => e.some((x) => x.type === 'wheel'));
+    assert.deepEqual(evs.filter((e) => e.type !== 'mousemove' && e.type !== 'click').map((e) => `${e.type} ${e.x},${e.y}`), [
+      'mousedown 20,20',
+      'mouseup 60,80',
+      'wheel 60,80',
+    ]);
+    assert.deepEqual(await kernel.browsers.computer.getMousePosition(s.id), { x: 60, y: 80 });
+  });
+});

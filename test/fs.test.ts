@@ -1,0 +1,246 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chromium } from 'playwright';
+import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { startFixtureServer } from './helpers/fixtures.js';
+
+let d: TestDaemon;
+let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
+before(async () => {
+  d = await startTestDaemon();
+  fixtures = await startFixtureServer();
+});
+after(async () => {
+  await fixtures?.close();
+  await d?.stop();
+});
+
+async function session(body: object = { headless: true }): Promise<string> {
+  const res = await d.api('POST', '/browsers', body);
+  assert.equal(res.status, 200, res.text);
+  return res.body.session_id;
+}
+const fs = (id: string, op: string, body: object) => d.api('PUT', `/browsers/${id}/fs/${op}`, body);
+const q = (path: string) => `path=${encodeURIComponent(path)}`;
+const info = (id: string, path: string) => d.api('GET', `/browsers/${id}/fs/file_info?${q(path)}`);
+async function write(id: string, path: string, content: string | Buffer, mode?: string) {
+  const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/write_file?${q(path)}${mode ? `&mode=${mode}` : ''}`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/octet-stream' },
+    body: typeof content === 'string' ? content : new Uint8Array(content),
+  });
+  return res.status;
+}
+async function read(id: string, path: string) {
+  const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/read_file?${q(path)}`, { headers: { authorization: `Bearer ${d.apiKey}` } });
+  return { status: res.status, text: await res.text() };
+}
+/** The host directory behind a session's /home/kernel: where a browser inside would plant things. */
+const hostHome = (id: string) => join(d.home, 'sessions', id, 'home');
+
+describe('filesystem inside a session', () => {
+  test('create_directory is recursive and idempotent, mode default 755', async () => {
+    const id = await session();
+    assert.equal((await fs(id, 'create_directory', { path: '/home/kernel/a/b/c' })).status, 204);
+    assert.equal((await fs(id, 'create_directory', { path: '/home/kernel/a/b/c' })).status, 204, 'idempotent');
+    assert.equal((await info(id, '/home/kernel/a/b/c')).body.mode, '0755');
+    assert.equal((await info(id, '/home/kernel/a/b/c')).body.is_dir, true);
+    assert.equal((await fs(id, 'create_directory', { path: '/tmp/private', mode: '0700' })).status, 204);
+    assert.equal((await info(id, '/tmp/private')).body.mode, '0700');
+    await d.api('DELETE', `/browsers/${id}`);
+  });
+
+  test('delete_directory is recursive, succeeds when missing, removes a plain file too', async () => {
+    const id = await session();
+    await fs(id, 'create_directory', { path: '/home/kernel/tree/sub' });
+    assert.equal(await write(id, '/home/kernel/tree/sub/f.txt', 'x'), 204);
+    assert.equal((await fs(id, 'delete_directory', { path: '/home/kernel/tree' })).status, 204);
+    assert.equal((await info(id, '/home/kernel/tree')).status, 404);
+    assert.equal((await fs(id, 'delete_directory', { path: '/home/kernel/never-was' })).status, 204);
+    assert.equal(await write(id, '/tmp/plain.txt', 'x'), 204);
+    assert.equal((await fs(id, 'delete_directory', { path: '/tmp/plain.txt' })).status, 204);
+    assert.equal((await info(id, '/tmp/plain.txt')).status, 404);
+    assert.equal((await fs(id, 'delete_directory', { path: '/home/kernel' })).status, 400, 'a session root stays');
+    await d.api('DELETE', `/browsers/${id}`);
+  });
+
+  test('set_file_permissions: mode required, owner and group best-effort, missing path 404', async () => {
+    const id = await session();
+    assert.equal(await write(id, '/tmp/p.txt', 'x'), 204);
+    assert.equal((await fs(id, 'set_file_permissions', { path: '/tmp/p.txt', mode: '640' })).status, 204);
+    assert.equal((await info(id, '/tmp/p.txt')).body.mode, '0640');
+    const owned = await fs(id, 'set_file_permissions', { path: '/tmp/p.txt', mode: '600', owner: 'nobody', group: '65534' });
+    assert.equal(owned.status, 204);
+    assert.equal((await fs(id, 'set_file_permissions', { path: '/tmp/p.txt' })).status, 400, 'mode is required');
+    assert.equal((await fs(id, 'set_file_permissions', { path: '/tmp/none.txt', mode: '600' })).status, 404);
+    await d.api('DELETE', `/browsers/${id}`);
+  });
+
+  test('relative paths, `..` and bad modes are 400 naming the field', async () => {
+    const id = await session();
+    const cases: [string, object, string][] = [
+      ['create_directory', { path: 'relative/dir' }, 'path'],
+      ['create_directory', { path: '/home/kernel/../../etc' }, 'path'],
+      ['create_directory', { path: '/tmp/x', mode: '999' }, 'mode'],
+      ['create_directory', { path: '/tmp/x', mode: 'rwx' }, 'mode'],
+      ['create_directory', {}, 'path'],
+      ['set_file_permissions', { path: '/tmp', mode: '12' }, 'mode'],
+      ['move', { src_path: '/tmp/a', dest_path: 'b' }, 'dest_path'],
+      ['delete_file', { path: '' }, 'path'],
+    ];
+    for (const [op, body, field] of cases) {
+      const res = await fs(id, op, body);
+      assert.equal(res.status, 400, `${op} ${JSON.stringify(body)}: ${res.text}`);
+      assert.equal(res.body.code, 'bad_request');
+      assert.ok(res.body.details.some((x: any) => x.message.startsWith(field)), `${field} named: ${res.text}`);
+    }
+    assert.equal((await d.api('GET', `/browsers/${id}/fs/list_files?path=tmp`)).status, 400);
+    await d.api('DELETE', `/browsers/${id}`);
+  });
+
+  test('write, read, list, info, move and delete_file', async () => {
+    const id = await session();
+    const big = Buffer.alloc(3 * 1024 * 1024, 7);
+    assert.equal(await write(id, '/home/kernel/big.bin', big, '600'), 204);
+    const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/read_file?${q('/home/kernel/big.bin')}`, {
+      headers: { authorization: `Bearer ${d.apiKey}` },
+    });
+    assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+    assert.ok(Buffer.from(await res.arrayBuffer()).equals(big));
+    const i = (await info(id, '/home/kernel/big.bin')).body;
+    assert.deepEqual([i.name, i.path, i.size_bytes, i.is_dir, i.mode], ['big.bin', '/home/kernel/big.bin', big.length, false, '0600']);
+    assert.ok(Math.abs(Date.parse(i.mod_time) - Date.now()) < 60_000);
+    assert.equal((await fs(id, 'move', { src_path: '/home/kernel/big.bin', dest_path: '/tmp/moved.bin' })).status, 204);
+    const listed = (await d.api('GET', `/browsers/${id}/fs/list_files?${q('/tmp')}`)).body.map((f: any) => f.name);
+    assert.ok(listed.includes('moved.bin'), String(listed));
+    assert.equal((await read(id, '/home/kernel/big.bin')).status, 404);
+    assert.equal((await fs(id, 'delete_file', { path: '/tmp/moved.bin' })).status, 204);
+    assert.equal((await fs(id, 'delete_file', { path: '/tmp/moved.bin' })).status, 404);
+    assert.equal((await fs(id, 'delete_file', { path: '/home/kernel/Downloads' })).status, 400, 'not a file');
+    assert.equal((await read(id, '/home/kernel/Downloads')).status, 400, 'a directory is not read as a file');
+    await d.api('DELETE', `/browsers/${id}`);
+  });
+
+  test('sessions are isolated from each other, and another org sees no session', async () => {
+    const a = await session();
+    const b = await session();
+    assert.equal(await write(a, '/home/kernel/secret.txt', 'from a'), 204);
+    assert.equal((await read(b, '/home/kernel/secret.txt')).status, 404);
+    assert.equal((await read(a, '/home/kernel/secret.txt')).text, 'from a');
+    const other = (await d.cli(['auth', 'create-key', '--org', 'fs-other'])).stdout.trim();
+    const res = await d.api('GET', `/browsers/${a}/fs/list_files?${q('/home/kernel')}`, undefined, other);
+    assert.equal(res.status, 404);
+    await d.api('DELETE', `/browsers/${a}`);
+    await d.api('DELETE', `/browsers/${b}`);
+  });
+
+  test('escapes: planted symlinks, races and read-only system paths never reach outside the session', async () => {
+    const a = await session();
+    const b = await session();
+    // What a compromised page could plant in its own home: links to the host and to session b.
+    await symlink('/etc', join(hostHome(a), 'to-etc'));
+    await symlink(hostHome(b), join(hostHome(a), 'to-b'));
+    await symlink(d.home, join(hostHome(a), 'to-rbrowse-home'));
+    assert.equal(await write(b, '/home/kernel/b-secret.txt', 'b only'), 204);
+
+    assert.equal(await write(a, '/home/kernel/to-etc/evil', 'x'), 403, 'the host is read-only');
+    assert.equal(existsSync('/etc/evil'), false);
+    const viaLink = await read(a, '/home/kernel/to-b/b-secret.txt');
+    assert.equal(viaLink.status, 404, `session b's files are hidden: ${viaLink.text}`);
+    assert.equal((await d.api('GET', `/browsers/${a}/fs/list_files?${q('/home/kernel/to-rbrowse-home')}`)).status, 404);
+    assert.notEqual(await write(a, '/home/kernel/to-b/planted.txt', 'x'), 204);
+    assert.equal(existsSync(join(hostHome(b), 'planted.txt')), false);
+
+    // A host directory outside every session: read-only inside, so removing it is refused (4xx).
+    const outside = `/var/lib/rbrowse-fs-test-${process.pid}`;
+    await mkdir(outside, { recursive: true });
+    await writeFile(join(outside, 'keep.txt'), 'keep');
+    try {
+      const del = await fs(a, 'delete_directory', { path: outside });
+      assert.ok(del.status >= 400 && del.status < 500, `refused with a 4xx, got ${del.status}`);
+      assert.ok(existsSync(join(outside, 'keep.txt')));
+      assert.equal((await fs(a, 'create_directory', { path: '/usr/rbrowse-nope' })).status, 403);
+      assert.equal(existsSync('/usr/rbrowse-nope'), false);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+
+    // Race: the page flips a path between a directory and a link to session b while writes go on.
+    const racePath = join(hostHome(a), 'race');
+    let flipping = true;
+    const flipper = (async () => {
+      while (flipping) {
+        await rm(racePath, { recursive: true, force: true });
+        await mkdir(racePath).catch(() => {});
+        await sleep(1);
+        await rm(racePath, { recursive: true, force: true });
+        await symlink(hostHome(b), racePath).catch(() => {});
+        await sleep(1);
+      }
+    })();
+    try {
+      for (let i = 0; i < 30; i++) await write(a, `/home/kernel/race/raced-${i}.txt`, 'x');
+    } finally {
+      flipping = false;
+      await flipper;
+    }
+    assert.deepEqual((await readdir(hostHome(b))).filter((f) => f.startsWith('raced-')), [], 'nothing landed in b');
+    await d.api('DELETE', `/browsers/${a}`);
+    await d.api('DELETE', `/browsers/${b}`);
+  });
+
+  for (const headless of [true, false]) {
+    test(`a real download appears through the API, and an API-written file fills a file input (${headless ? 'headless' : 'headful'})`, async () => {
+      const id = await session({ headless, viewport: { width: 1024, height: 768 } });
+      const s = (await d.api('GET', `/browsers/${id}`)).body;
+      const browser = await chromium.connectOverCDP(s.cdp_ws_url);
+      try {
+        const page = browser.contexts()[0]!.pages()[0]!;
+        await page.goto(`${fixtures.url}/files.html`);
+        const cdp = await browser.newBrowserCDPSession();
+        await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: '/home/kernel/Downloads' });
+        await page.click('#download');
+        const listed = await waitFor(async () => {
+          const files = (await d.api('GET', `/browsers/${id}/fs/list_files?${q('/home/kernel/Downloads')}`)).body;
+          return files.find((f: any) => f.name === 'report.txt' && f.size_bytes > 0);
+        }, 15_000, 'the download to appear');
+        assert.equal(listed.path, '/home/kernel/Downloads/report.txt');
+        assert.equal((await read(id, '/home/kernel/Downloads/report.txt')).text, 'quarterly numbers\n');
+
+        assert.equal(await write(id, '/tmp/upload.txt', 'written through the API'), 204);
+        const pageCdp = await page.context().newCDPSession(page);
+        const { root } = await pageCdp.send('DOM.getDocument');
+        const { nodeId } = await pageCdp.send('DOM.querySelector', { nodeId: root.nodeId, selector: '#file' });
+        await pageCdp.send('DOM.setFileInputFiles', { nodeId, files: ['/tmp/upload.txt'] });
+        await page.waitForFunction(() => document.getElementById('content')!.textContent === 'written through the API');
+      } finally {
+        await browser.close();
+        await d.api('DELETE', `/browsers/${id}`);
+      }
+    });
+  }
+});
+
+test('without bubblewrap, sessions fall back to a per-session root with the same semantics', async () => {
+  const fb = await startTestDaemon({ env: { RBROWSE_SANDBOX: 'off' } });
+  try {
+    const created = await fb.api('POST', '/browsers', { headless: true });
+    assert.equal(created.status, 200, created.text);
+    const id = created.body.session_id;
+    const put = (op: string, body: object) => fb.api('PUT', `/browsers/${id}/fs/${op}`, body);
+    assert.equal((await put('create_directory', { path: '/home/kernel/x/y' })).status, 204);
+    assert.equal((await fb.api('GET', `/browsers/${id}/fs/file_info?${q('/home/kernel/x/y')}`)).body.mode, '0755');
+    assert.equal((await put('create_directory', { path: '/etc/nope' })).status, 403);
+    const home = join(fb.home, 'sessions', id, 'home');
+    await symlink('/etc', join(home, 'to-etc'));
+    assert.equal((await put('create_directory', { path: '/home/kernel/to-etc/nope' })).status, 403, 'a link out is refused');
+    assert.equal(existsSync('/etc/nope'), false);
+    assert.equal((await put('delete_directory', { path: '/home/kernel/x' })).status, 204);
+    await fb.api('DELETE', `/browsers/${id}`);
+  } finally {
+    await fb.stop();
+  }
+});
