@@ -56,6 +56,7 @@ export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'x11vnc', why: 'live view of headful sessions', apt: 'x11vnc', find: () => which('x11vnc') },
   { name: 'xdotool', why: 'mouse and keyboard input', apt: 'xdotool', find: () => which('xdotool') },
   { name: 'maim', why: 'screenshots of headful sessions', apt: 'maim', find: () => which('maim') },
+  { name: 'zip', why: 'zips of session directories', apt: 'zip', find: () => which('zip') },
   { name: 'bwrap', why: 'per-session filesystem isolation', apt: 'bubblewrap', find: () => which('bwrap') },
   {
     name: 'fonts',

@@ -221,7 +221,8 @@ describe('rbrowse CLI', () => {
     const r = await cli(['doctor']);
     assertOk(r, 'doctor');
     const got = lines(out(r));
-    const names = [...SYSTEM_DEPS.map((d) => d.name), 'node'];
+    // The sandbox line says whether bubblewrap runs, after the packages and before node.
+    const names = [...SYSTEM_DEPS.map((d) => d.name), 'sandbox', 'node'];
     assert.equal(got.length, names.length, out(r));
     names.forEach((name, i) => {
       const line = got[i]!;

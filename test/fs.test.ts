@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Kernel, { toFile } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
@@ -190,6 +191,43 @@ describe('filesystem inside a session', () => {
     assert.deepEqual((await readdir(hostHome(b))).filter((f) => f.startsWith('raced-')), [], 'nothing landed in b');
     await d.api('DELETE', `/browsers/${a}`);
     await d.api('DELETE', `/browsers/${b}`);
+  });
+
+  test('upload (official SDK, multipart) and download_dir_zip', async () => {
+    const id = await session();
+    const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+    await kernel.browsers.fs.upload(id, {
+      files: [
+        { dest_path: '/home/kernel/up/a.txt', file: await toFile(Buffer.from('file A'), 'a.txt') },
+        { dest_path: '/home/kernel/up/deeper/b.bin', file: await toFile(Buffer.alloc(200_000, 9), 'b.bin') },
+      ],
+    });
+    assert.equal((await read(id, '/home/kernel/up/a.txt')).text, 'file A');
+    assert.equal((await info(id, '/home/kernel/up/deeper/b.bin')).body.size_bytes, 200_000);
+    // No temporary upload files are left behind in the session.
+    const tmp = (await d.api('GET', `/browsers/${id}/fs/list_files?${q('/tmp')}`)).body.map((f: any) => f.name);
+    assert.deepEqual(tmp.filter((n: string) => n.startsWith('.rbrowse-upload')), []);
+
+    const noDest = new FormData();
+    noDest.append('files[0][file]', new Blob(['x']), 'x.txt');
+    const refused = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.apiKey}` },
+      body: noDest,
+    });
+    assert.equal(refused.status, 400);
+    assert.match(JSON.stringify(await refused.json()), /dest_path/);
+
+    const zip = await fetch(`${d.baseUrl}/browsers/${id}/fs/download_dir_zip?${q('/home/kernel/up')}`, {
+      headers: { authorization: `Bearer ${d.apiKey}` },
+    });
+    assert.equal(zip.status, 200);
+    assert.equal(zip.headers.get('content-type'), 'application/zip');
+    const bytes = Buffer.from(await zip.arrayBuffer());
+    assert.equal(bytes.subarray(0, 4).toString('latin1'), 'PK\x03\x04');
+    for (const name of ['a.txt', 'deeper/b.bin']) assert.ok(bytes.includes(name), `${name} in the zip`);
+    assert.equal((await d.api('GET', `/browsers/${id}/fs/download_dir_zip?${q('/home/kernel/up/a.txt')}`)).status, 400);
+    await d.api('DELETE', `/browsers/${id}`);
   });
 
   for (const headless of [true, false]) {

@@ -110,7 +110,10 @@ describe('live view', () => {
         const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
         try {
           const page = cdp.contexts()[0]!.pages()[0]!;
-          const m = await page.evaluate(() => ({ sw: screen.width, sh: screen.height, iw: innerWidth, ih: innerHeight, ow: outerWidth, oh: outerHeight }));
+          const measure = () => page.evaluate(() => ({ sw: screen.width, sh: screen.height, iw: innerWidth, ih: innerHeight, ow: outerWidth, oh: outerHeight }));
+          // Right after start the window manager may still be fitting the window: let it settle.
+          await waitFor(async () => (await measure()).iw === v.width, 3000, 'the window to fill the screen').catch(() => {});
+          const m = await measure();
           const what = `${v.width}x${v.height}${kiosk_mode ? ' kiosk' : ''}: ${JSON.stringify(m)}`;
           assert.equal(m.sw, v.width, what);
           assert.equal(m.sh, v.height, what);

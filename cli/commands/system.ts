@@ -6,6 +6,7 @@ import { checkSystemDeps, installCommand } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
 import { readDaemonInfo, runningDaemon, startDaemon, stopDaemon } from '../daemon-control.js';
 import { printJson } from '../output.js';
+import { Sandbox } from '../../daemon/sandbox/sandbox.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -106,6 +107,15 @@ export function doctorCommand(): Command {
       }
       for (const { dep, path } of statuses) {
         process.stdout.write(`${path ? 'ok     ' : 'MISSING'}  ${dep.name.padEnd(11)} ${path ?? `needed for ${dep.why}: ${installCommand([dep])}`}\n`);
+      }
+      // Present is not enough for bubblewrap: it needs root or unprivileged user namespaces.
+      if (statuses.some((st) => st.dep.name === 'bwrap' && st.path)) {
+        const sandbox = Sandbox.detect({ hide: [], log: () => {} });
+        process.stdout.write(
+          sandbox.enabled
+            ? `ok       ${'sandbox'.padEnd(11)} bubblewrap runs: each session gets its own mount namespace\n`
+            : `WARNING  ${'sandbox'.padEnd(11)} bubblewrap cannot run here (no root, no unprivileged user namespaces): sessions fall back to a per-session root without a namespace (see README)\n`,
+        );
       }
       const nodeMajor = Number(process.versions.node.split('.')[0]);
       process.stdout.write(`${nodeMajor >= 24 ? 'ok     ' : 'MISSING'}  ${'node'.padEnd(11)} ${process.execPath} (v${process.versions.node})${nodeMajor >= 24 ? '' : ': run `npm ci` so node_modules/.bin/node (Node 24) is used'}\n`);

@@ -158,6 +158,16 @@ export class FileOps {
     return { stream: child.stdout!, size: info.size_bytes };
   }
 
+  /** A zip of the directory's contents, streamed as zip(1) writes it inside the session. */
+  async zipDirectory(path: string): Promise<Readable> {
+    const info = await this.info(path);
+    if (!info.is_dir) throw BadRequestError.field('path', `${path} is not a directory`);
+    const dir = await this.target(path);
+    const child = this.spawn(['sh', '-c', 'cd "$1" && exec zip -q -r -y - .', 'download_dir_zip', dir], { buffer: false });
+    void child.catch(() => {}); // its outcome shows in the stream; nobody awaits the process
+    return child.stdout!;
+  }
+
   /**
    * Writes the stream to the file (created or replaced), then applies mode when given. When the
    * write fails, the rest of the upload is still read, so the client gets the error answer

@@ -1,3 +1,4 @@
+import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -56,6 +57,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(makeValidators());
   app.decorateRequest('org', null);
 
+  // Uploads stream part by part into the session; the limits bound what one request may carry.
+  await app.register(multipart, { limits: { fileSize: 4 * 1024 ** 3, files: 100, fields: 200, parts: 300 } });
   // File bytes reach their handler as the raw stream (routes with `consumes`); elsewhere they fail validation.
   app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
   // A JSON API: a text/plain body is refused with 415 instead of failing validation as a string.

@@ -370,6 +370,27 @@ export const routes = {
     body: S.BatchSchema,
     success: NoContent,
   },
+  fsUpload: {
+    method: 'POST',
+    url: '/browsers/:id/fs/upload',
+    auth: 'key',
+    summary: 'Upload files (multipart: files[i][file] and files[i][dest_path]); parents are created',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    success: NoContent,
+    consumes: 'multipart/form-data',
+  },
+  fsDownloadDirZip: {
+    method: 'GET',
+    url: '/browsers/:id/fs/download_dir_zip',
+    auth: 'key',
+    summary: "A zip of a directory's contents",
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    querystring: S.FsPathQuerySchema,
+    success: { status: 200, body: null },
+    produces: 'application/zip',
+  },
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

@@ -1,5 +1,8 @@
 import type { Readable } from 'node:stream';
+import type { FastifyRequest } from 'fastify';
+import { BadRequestError } from '../../../src/errors.js';
 import { octalMode, sessionPath } from '../../fs/paths.js';
+import { uploadFiles, type UploadPart } from '../../fs/upload.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 
@@ -12,7 +15,16 @@ type FsOps =
   | 'fsFileInfo'
   | 'fsListFiles'
   | 'fsReadFile'
-  | 'fsWriteFile';
+  | 'fsWriteFile'
+  | 'fsUpload'
+  | 'fsDownloadDirZip';
+
+/** @fastify/multipart's parts as the upload reads them: file streams and plain fields. */
+async function* uploadParts(request: FastifyRequest): AsyncIterable<UploadPart> {
+  for await (const part of request.parts()) {
+    yield part.type === 'file' ? { fieldname: part.fieldname, file: part.file } : { fieldname: part.fieldname, value: part.value };
+  }
+}
 
 /** Each operation runs inside the caller's session (404 for another org's or an ended one). */
 export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
@@ -43,6 +55,17 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
         stream.once('close', s.hold('api'));
         reply.header('content-length', size);
         return stream;
+      }),
+    fsDownloadDirZip: ({ org, params, query }) =>
+      inSession(org, params.id, async (s) => {
+        const stream = await s.files.zipDirectory(sessionPath('path', query.path));
+        stream.once('close', s.hold('api'));
+        return stream;
+      }),
+    fsUpload: ({ org, params, request }) =>
+      inSession(org, params.id, async (s) => {
+        if (!request.isMultipart()) throw new BadRequestError('an upload is a multipart/form-data request');
+        await uploadFiles(s.files, uploadParts(request));
       }),
     fsWriteFile: ({ org, params, query, body }) =>
       inSession(org, params.id, (s) =>
