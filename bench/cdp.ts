@@ -96,8 +96,9 @@ async function sessionUserDataDir(home: string, sessionId: string): Promise<stri
   for (const pid of await findMarkedProcesses(home, sessionId)) {
     const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
     const userData = args.find((a) => a.startsWith('--user-data-dir='))?.slice('--user-data-dir='.length);
-    // Renderers and other helpers carry --type=; the browser process does not.
-    if (userData && !args.some((a) => a.startsWith('--type='))) return userData;
+    // Renderers and other helpers carry --type=; the browser process does not. The path is the
+    // one inside the session's sandbox: /proc/PID/root resolves it in the browser's own namespace.
+    if (userData && !args.some((a) => a.startsWith('--type='))) return `/proc/${pid}/root${userData}`;
   }
   throw new Error(`no browser process found for session ${sessionId}`);
 }

@@ -25,13 +25,11 @@ import { execa } from 'execa';
 import { chromium, type Browser, type Page } from 'playwright';
 import { findMarkedProcesses, sleep } from '../daemon/browser/procs.js';
 import type { BrowserSession } from '../src/api/schemas.js';
-import { resolveChromium } from '../src/system-deps.js';
 import { SUPPORTED_VIEWPORTS, formatViewport, type Viewport } from '../src/viewport.js';
-import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
-import { startFixtureServer } from '../test/helpers/fixtures.js';
-import { openLiveView } from '../test/helpers/viewer.js';
-import { RawChromiums } from './raw.js';
-import { interleave } from './scenarios.js';
+import type { TestDaemon } from '../test/helpers/daemon.js';
+import { launchViewer, openLiveView } from '../test/helpers/viewer.js';
+import type { RawChromiums } from './raw.js';
+import { createSession, deleteSession, interleave, startHarness } from './scenarios.js';
 import { percentile } from './stats.js';
 
 function intEnv(name: string, fallback: number): number {
@@ -205,17 +203,6 @@ async function processTree(home: string, id: string): Promise<number[]> {
 
 // ---------------------------------------------------------------------------------------------
 // Sessions
-
-async function createSession(d: TestDaemon, body: object): Promise<BrowserSession> {
-  const res = await d.api<BrowserSession>('POST', '/browsers', body);
-  if (res.status !== 200) throw new Error(`POST /browsers answered ${res.status}: ${res.text}`);
-  return res.body;
-}
-
-async function deleteSession(d: TestDaemon, id: string): Promise<void> {
-  const res = await d.api('DELETE', `/browsers/${id}`);
-  if (res.status !== 204) throw new Error(`DELETE /browsers/${id} answered ${res.status}: ${res.text}`);
-}
 
 /** Creates a session and registers its DELETE with the cleanups; returns it and its own undo step. */
 async function withSession<T>(d: TestDaemon, body: object, fn: (s: BrowserSession) => Promise<T>): Promise<T> {
@@ -398,20 +385,6 @@ async function watchAnimation(d: TestDaemon, viewer: Browser, pageUrl: string, v
   });
 }
 
-/**
- * test/helpers/viewer.ts's launchViewer(), minus Playwright's own signal handlers: on Ctrl-C its
- * handler closes the browsers it launched and then calls process.exit(130), which would cut this
- * bench's cleanup (sessions, daemon stop) short. The cleanups close the viewer instead.
- */
-function launchViewer(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: resolveChromium(),
-    args: ['--no-sandbox', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    handleSIGINT: false,
-    handleSIGTERM: false,
-    handleSIGHUP: false,
-  });
-}
 
 // ---------------------------------------------------------------------------------------------
 // 3: memory of idle sessions
@@ -571,16 +544,7 @@ async function main(): Promise<void> {
   const loadBefore = load();
   clockTicks = Number((await execa('getconf', ['CLK_TCK'])).stdout) || 100;
   try {
-    const executable = resolveChromium();
-    const fixtures = await startFixtureServer();
-    cleanups.push(fixtures.close);
-    const raw = await RawChromiums.create(executable);
-    cleanups.push(async () => {
-      const strays = await raw.disposeAll();
-      if (strays.length) console.error(`warning: raw Chromium processes outlived their close() and were killed: ${strays.join(', ')}`);
-    });
-    const d = await startTestDaemon();
-    cleanups.push(() => d.stop());
+    const { executable, fixtures, raw, daemon: d } = await startHarness(cleanups);
     const viewer = await launchViewer();
     cleanups.push(() => viewer.close());
     const daemon = await daemonPid(d);

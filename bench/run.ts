@@ -7,11 +7,7 @@
  * Sample counts can be overridden with BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS.
  */
 import { cpus, loadavg } from 'node:os';
-import { resolveChromium } from '../src/system-deps.js';
-import { startTestDaemon } from '../test/helpers/daemon.js';
-import { startFixtureServer } from '../test/helpers/fixtures.js';
-import { RawChromiums } from './raw.js';
-import { alternate, cdpRoundTrips, daemonCreate, daemonCycle, rawCycle, rawLaunch, type BenchContext } from './scenarios.js';
+import { alternate, cdpRoundTrips, daemonCreate, daemonCycle, rawCycle, rawLaunch, startHarness, type BenchContext } from './scenarios.js';
 import { renderTable, summarize, type Comparison } from './stats.js';
 
 function intEnv(name: string, fallback: number): number {
@@ -57,16 +53,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 
 /** Starts everything the scenarios need and registers how to stop each part. */
 async function setUp(): Promise<BenchContext> {
-  const executable = resolveChromium();
-  const fixtures = await startFixtureServer();
-  cleanups.push(fixtures.close);
-  const raw = await RawChromiums.create(executable);
-  cleanups.push(async () => {
-    const strays = await raw.disposeAll();
-    if (strays.length) console.error(`warning: raw Chromium processes outlived their close() and were killed: ${strays.join(', ')}`);
-  });
-  const daemon = await startTestDaemon();
-  cleanups.push(() => daemon.stop());
+  const { executable, fixtures, raw, daemon } = await startHarness(cleanups);
   progress(`daemon ${daemon.baseUrl}, chromium ${executable}, fixture ${fixtures.url}`);
   return { daemon, raw, pageUrl: `${fixtures.url}/hello.html` };
 }

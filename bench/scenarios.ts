@@ -1,9 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { chromium } from 'playwright';
 import type { BrowserSession } from '../src/api/schemas.js';
-import type { TestDaemon } from '../test/helpers/daemon.js';
+import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { startFixtureServer } from '../test/helpers/fixtures.js';
+import { resolveChromium } from '../src/system-deps.js';
 import { CdpClient, directWsUrl } from './cdp.js';
-import type { RawChromiums } from './raw.js';
+import { RawChromiums } from './raw.js';
 import { startRelay, type Relay } from './relay.js';
 
 export interface BenchContext {
@@ -39,13 +41,13 @@ export async function alternate<T>(warmup: number, iterations: number, a: Run<T>
   return [as!, bs!];
 }
 
-async function createSession(d: TestDaemon, body: object): Promise<BrowserSession> {
+export async function createSession(d: TestDaemon, body: object): Promise<BrowserSession> {
   const res = await d.api<BrowserSession>('POST', '/browsers', body);
   if (res.status !== 200) throw new Error(`POST /browsers answered ${res.status}: ${res.text}`);
   return res.body;
 }
 
-async function deleteSession(d: TestDaemon, id: string): Promise<void> {
+export async function deleteSession(d: TestDaemon, id: string): Promise<void> {
   const res = await d.api('DELETE', `/browsers/${id}`);
   if (res.status !== 204) throw new Error(`DELETE /browsers/${id} answered ${res.status}: ${res.text}`);
 }
@@ -165,4 +167,22 @@ export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Pro
     relay?.stop();
     await deleteSession(ctx.daemon, session.session_id);
   }
+}
+
+/**
+ * What every bench starts: the fixture server, a raw-Chromium launcher and a daemon, each with
+ * its stop step pushed onto `cleanups` (run last-in, first-out).
+ */
+export async function startHarness(cleanups: (() => Promise<void>)[]) {
+  const executable = resolveChromium();
+  const fixtures = await startFixtureServer();
+  cleanups.push(fixtures.close);
+  const raw = await RawChromiums.create(executable);
+  cleanups.push(async () => {
+    const strays = await raw.disposeAll();
+    if (strays.length) console.error(`warning: raw Chromium processes outlived their close() and were killed: ${strays.join(', ')}`);
+  });
+  const daemon = await startTestDaemon();
+  cleanups.push(() => daemon.stop());
+  return { executable, fixtures, raw, daemon };
 }
