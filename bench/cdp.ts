@@ -98,7 +98,9 @@ async function sessionUserDataDir(home: string, sessionId: string): Promise<stri
     const userData = args.find((a) => a.startsWith('--user-data-dir='))?.slice('--user-data-dir='.length);
     // Renderers and other helpers carry --type=; the browser process does not. The path is the
     // one inside the session's sandbox: /proc/PID/root resolves it in the browser's own namespace.
-    if (userData && !args.some((a) => a.startsWith('--type='))) return `/proc/${pid}/root${userData}`;
+    // bwrap's own command line carries the browser's arguments too: skip it.
+    const isBrowser = !args[0]?.endsWith('bwrap') && !args.some((a) => a.startsWith('--type='));
+    if (userData && isBrowser) return `/proc/${pid}/root${userData}`;
   }
   throw new Error(`no browser process found for session ${sessionId}`);
 }
