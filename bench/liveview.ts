@@ -19,7 +19,8 @@
  * BENCH_MEM_ROUNDS (interleaved memory rounds, median reported, 3).
  */
 import { readdir, readFile } from 'node:fs/promises';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
+import { intEnv, load, progress, runBench } from './lifecycle.js';
 import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { chromium, type Browser, type Page } from 'playwright';
@@ -32,10 +33,6 @@ import type { RawChromiums } from './raw.js';
 import { createSession, deleteSession, interleave, startHarness } from './scenarios.js';
 import { percentile } from './stats.js';
 
-function intEnv(name: string, fallback: number): number {
-  const value = Number(process.env[name]);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
-}
 
 const CONFIG = {
   seconds: intEnv('BENCH_LIVE_SECONDS', 10),
@@ -47,40 +44,6 @@ const CONFIG = {
   x11vncGoalViewport: '1920x1080@25',
 };
 
-const progress = (msg: string) => console.error(`[bench] ${msg}`);
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-
-/** Undo steps, run last-in first-out on exit or on a signal, so no browser or daemon outlives the bench. */
-const cleanups: (() => Promise<void>)[] = [];
-
-let cleaning: Promise<void> | undefined;
-
-/**
- * Runs once: on a signal, the signal handler and main()'s finally both call it, and a second loop
- * over the same stack would let the handler's process.exit() cut the other's daemon stop short.
- */
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (let step = cleanups.pop(); step; step = cleanups.pop()) {
-      await step().catch((err: unknown) => {
-        console.error(`cleanup failed: ${err instanceof Error ? err.message : String(err)}`);
-        process.exitCode = 1;
-      });
-    }
-  })();
-  return cleaning;
-}
-
-/** Ctrl-C reaches tsx and this process both, and tsx forwards it too: later signals must not kill the cleanup. */
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    if (interrupted) return;
-    interrupted = true;
-    progress(`${sig}: stopping the daemon and every browser`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
 
 // ---------------------------------------------------------------------------------------------
 // /proc: CPU time and memory of processes
@@ -203,6 +166,9 @@ async function processTree(home: string, id: string): Promise<number[]> {
 
 // ---------------------------------------------------------------------------------------------
 // Sessions
+
+/** The bench's undo stack (runBench's), which sessions made mid-run join. */
+let cleanups: (() => Promise<void>)[] = [];
 
 /** Creates a session and registers its DELETE with the cleanups; returns it and its own undo step. */
 async function withSession<T>(d: TestDaemon, body: object, fn: (s: BrowserSession) => Promise<T>): Promise<T> {
@@ -540,38 +506,28 @@ function reportMemory(samples: MemorySample[]): void {
 
 // ---------------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
+runBench(async (steps) => {
+  cleanups = steps;
   const loadBefore = load();
   clockTicks = Number((await execa('getconf', ['CLK_TCK'])).stdout) || 100;
-  try {
-    const { executable, fixtures, raw, daemon: d } = await startHarness(cleanups);
-    const viewer = await launchViewer();
-    cleanups.push(() => viewer.close());
-    const daemon = await daemonPid(d);
-    progress(`daemon ${d.baseUrl} (pid ${daemon}), chromium ${executable}, fixture ${fixtures.url}`);
+  const { executable, fixtures, raw, daemon: d } = await startHarness(cleanups);
+  const viewer = await launchViewer();
+  cleanups.push(() => viewer.close());
+  const daemon = await daemonPid(d);
+  progress(`daemon ${d.baseUrl} (pid ${daemon}), chromium ${executable}, fixture ${fixtures.url}`);
 
-    // One viewport per distinct refresh rate: 2560x1440@10, 1920x1080@25, 1024x768@60.
-    const viewports = SUPPORTED_VIEWPORTS.filter((v, i, all) => all.findIndex((w) => w.refresh_rate === v.refresh_rate) === i);
-    const frames: FrameResult[] = [];
-    for (const viewport of viewports) {
-      progress(`watching the animation at ${formatViewport(viewport)}`);
-      frames.push(await watchAnimation(d, viewer, `${fixtures.url}/animated.html`, viewport, daemon));
-    }
-    progress(`memory: ${CONFIG.memRounds} rounds of headless, headful and raw`);
-    const memory = await measureMemory(d, raw);
-
-    console.log(`\nrbrowse live-view bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
-    reportFrames(frames);
-    reportCpu(frames);
-    reportMemory(memory);
-  } finally {
-    await cleanup();
+  // One viewport per distinct refresh rate: 2560x1440@10, 1920x1080@25, 1024x768@60.
+  const viewports = SUPPORTED_VIEWPORTS.filter((v, i, all) => all.findIndex((w) => w.refresh_rate === v.refresh_rate) === i);
+  const frames: FrameResult[] = [];
+  for (const viewport of viewports) {
+    progress(`watching the animation at ${formatViewport(viewport)}`);
+    frames.push(await watchAnimation(d, viewer, `${fixtures.url}/animated.html`, viewport, daemon));
   }
-}
+  progress(`memory: ${CONFIG.memRounds} rounds of headless, headful and raw`);
+  const memory = await measureMemory(d, raw);
 
-main().catch((err: unknown) => {
-  // After a signal the cleanup pulls things from under the run; that failure is expected.
-  if (interrupted) return;
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-  process.exitCode = 1;
+  console.log(`\nrbrowse live-view bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
+  reportFrames(frames);
+  reportCpu(frames);
+  reportMemory(memory);
 });

@@ -6,14 +6,10 @@
  * Goals are informational: the exit code is 0 whether they pass or not, non-zero only on errors.
  * Sample counts can be overridden with BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS.
  */
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
+import { intEnv, load, progress, runBench } from './lifecycle.js';
 import { alternate, cdpRoundTrips, daemonCreate, daemonCycle, rawCycle, rawLaunch, startHarness, type BenchContext } from './scenarios.js';
 import { renderTable, summarize, type Comparison } from './stats.js';
-
-function intEnv(name: string, fallback: number): number {
-  const value = Number(process.env[name]);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
-}
 
 const CONFIG = {
   creates: intEnv('BENCH_CREATES', 15),
@@ -25,34 +21,8 @@ const CONFIG = {
   warmupCalls: 200,
 };
 
-const progress = (msg: string) => console.error(`[bench] ${msg}`);
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
-
-/** Undo steps, run last-in first-out on exit or on a signal, so no browser or daemon outlives the bench. */
-const cleanups: (() => Promise<void>)[] = [];
-
-async function cleanup(): Promise<void> {
-  for (let step = cleanups.pop(); step; step = cleanups.pop()) {
-    await step().catch((err: unknown) => {
-      console.error(`cleanup failed: ${err instanceof Error ? err.message : String(err)}`);
-      process.exitCode = 1;
-    });
-  }
-}
-
-/** Ctrl-C reaches tsx and this process both, and tsx forwards it too: later signals must not kill the cleanup. */
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    if (interrupted) return;
-    interrupted = true;
-    progress(`${sig}: stopping the daemon and every browser`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
 /** Starts everything the scenarios need and registers how to stop each part. */
-async function setUp(): Promise<BenchContext> {
+async function setUp(cleanups: (() => Promise<void>)[]): Promise<BenchContext> {
   const { executable, fixtures, raw, daemon } = await startHarness(cleanups);
   progress(`daemon ${daemon.baseUrl}, chromium ${executable}, fixture ${fixtures.url}`);
   return { daemon, raw, pageUrl: `${fixtures.url}/hello.html` };
@@ -90,19 +60,8 @@ function report(rows: Comparison[], loadBefore: string): void {
   }
 }
 
-async function main(): Promise<void> {
+runBench(async (cleanups) => {
   const loadBefore = load();
-  try {
-    const ctx = await setUp();
-    report(await measure(ctx), loadBefore);
-  } finally {
-    await cleanup();
-  }
-}
-
-main().catch((err: unknown) => {
-  // After a signal the cleanup pulls things from under the run; that failure is expected.
-  if (interrupted) return;
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-  process.exitCode = 1;
+  const ctx = await setUp(cleanups);
+  report(await measure(ctx), loadBefore);
 });
