@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
@@ -195,6 +196,29 @@ describe('live view', () => {
     assert.notEqual(none.exitCode, 0);
     assert.match(none.stderr, /headless/);
     await d.cli(['rm', id, hid]);
+  });
+
+  test('if x11vnc dies, it is restarted and the viewer reconnects by itself', async () => {
+    const s = await create({ viewport: { width: 1024, height: 768 } });
+    const view = await openLiveView(viewer, s.browser_live_view_url);
+    try {
+      const vncPids = async () => {
+        const pids = await findMarkedProcesses(d.home, s.session_id);
+        const comms = await Promise.all(pids.map((p) => readFile(`/proc/${p}/comm`, 'utf8').catch(() => '')));
+        return pids.filter((_, i) => comms[i]!.trim() === 'x11vnc');
+      };
+      const [first] = await vncPids();
+      assert.ok(first, 'the session has an x11vnc');
+      process.kill(first!, 'SIGKILL');
+      await waitFor(async () => (await view.evaluate(() => document.body.dataset.state)) === 'reconnecting', 10_000, 'the viewer to notice');
+      await waitFor(async () => (await view.evaluate(() => document.body.dataset.state)) === 'connected', 20_000, 'the viewer to reconnect');
+      const [second] = await vncPids();
+      assert.ok(second && second !== first, 'a new x11vnc serves the session');
+      assert.deepEqual(await canvasSize(view), { width: 1024, height: 768 });
+    } finally {
+      await view.close();
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+    }
   });
 
   test('the viewer shows that the session ended', async () => {

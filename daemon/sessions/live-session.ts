@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launchChromium, resizeWindows, type ChromiumProcess } from '../browser/chromium.js';
-import { killMarked, markedEnv } from '../browser/procs.js';
+import { killMarked, markedEnv, sleep } from '../browser/procs.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
 import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
@@ -86,7 +86,30 @@ export class LiveSession {
     private vnc: VncServer | undefined,
     private readonly deps: RuntimeDeps,
     private readonly env: Record<string, string>,
-  ) {}
+  ) {
+    this.superviseVnc();
+  }
+
+  /**
+   * Restarts x11vnc when it dies on its own, so the live view recovers (viewers reconnect by
+   * themselves). A server replaced or stopped on purpose is no longer `this.vnc` when it exits.
+   */
+  private superviseVnc(): void {
+    const vnc = this.vnc;
+    if (!vnc || !this.display) return;
+    void vnc.exited.then(async () => {
+      if (this.vnc !== vnc || this.stopping) return;
+      this.vnc = undefined;
+      await sleep(500);
+      if (this.stopping || !this.display) return;
+      this.vnc = await startVncServer({
+        display: this.display.number,
+        refreshRate: this.record.viewport.refresh_rate,
+        env: this.env,
+      }).catch(() => undefined);
+      this.superviseVnc();
+    });
+  }
 
   static async start(record: SessionRecord, deps: RuntimeDeps): Promise<LiveSession> {
     const { dirs, env } = await prepareSessionDirs(deps.sessionsDir, deps.home, record.id);
@@ -179,13 +202,15 @@ export class LiveSession {
   async resize(viewport: { width: number; height: number; refresh_rate: number }): Promise<void> {
     if (this.display) {
       for (const [close, kind] of [...this.closers]) if (kind === 'viewer') close();
-      await this.vnc?.stop();
+      const old = this.vnc;
       this.vnc = undefined;
+      await old?.stop();
       await this.display.resize(viewport.width, viewport.height);
     }
     await resizeWindows(this.chromium.wsUrl, viewport.width, viewport.height);
     if (this.display) {
       this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env });
+      this.superviseVnc();
     }
   }
 
@@ -194,7 +219,9 @@ export class LiveSession {
     this.stopping ??= (async () => {
       for (const close of [...this.closers.keys()]) close();
       const graceful = await this.chromium.close();
-      await this.vnc?.stop();
+      const vnc = this.vnc;
+      this.vnc = undefined;
+      await vnc?.stop();
       await this.display?.stop();
       // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
       await killMarked(this.deps.home, this.id);
