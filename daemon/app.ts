@@ -71,7 +71,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     },
   });
   const pools = new PoolManager({ store, sessions, log: opts.log });
-  const gateway = new CdpGateway({ sessions, tokens, log: opts.log });
+  const gateway = new CdpGateway({ sessions, log: opts.log });
   const server = await buildServer({
     auth,
     log: opts.log,

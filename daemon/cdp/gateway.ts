@@ -2,10 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { request } from 'undici';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
-import { NotFoundError, UnauthorizedError } from '../../src/errors.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
-import type { SessionTokens } from '../tokens.js';
 
 export const CDP_PATH = '/browser/cdp';
 /** Screenshots of large viewports are tens of MB of base64; ws's 100 MiB default is too tight for traces. */
@@ -13,7 +11,6 @@ const MAX_PAYLOAD = 512 * 1024 * 1024;
 
 export interface GatewayDeps {
   sessions: SessionManager;
-  tokens: SessionTokens;
   log: (msg: string, extra?: object) => void;
 }
 
@@ -33,13 +30,8 @@ export class CdpGateway {
   constructor(private readonly deps: GatewayDeps) {}
 
   /** Resolves a jwt to its running session, or throws 401/404. */
-  async sessionFor(jwt: string | undefined | null): Promise<LiveSession> {
-    const claims = await this.deps.tokens.verify(jwt, 'cdp');
-    if (!claims) throw new UnauthorizedError('missing or invalid jwt');
-    const session = this.deps.sessions.liveSession(claims.id);
-    // The jwt must also match the record it was issued for, so a token of an ended session never revives.
-    if (!session || session.record.jwt !== jwt) throw new NotFoundError('browser session not found or ended');
-    return session;
+  sessionFor(jwt: string | undefined | null): Promise<LiveSession> {
+    return this.deps.sessions.sessionForToken(jwt, 'cdp');
   }
 
   /** Chrome's /json/version, pointing webSocketDebuggerUrl at this gateway. */

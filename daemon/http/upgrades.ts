@@ -4,7 +4,7 @@ import { ApiError, NotFoundError } from '../../src/errors.js';
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => Promise<void>;
 
-const REASONS: Record<number, string> = { 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 502: 'Bad Gateway' };
+const REASONS: Record<number, string> = { 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 502: 'Bad Gateway', 503: 'Service Unavailable' };
 
 /** Answers a refused websocket upgrade with the kernel-wire error body, then closes. */
 export function refuseUpgrade(socket: Duplex, err: ApiError): void {

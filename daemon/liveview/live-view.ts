@@ -1,12 +1,12 @@
 import { createConnection, type Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import type { Duplex } from 'node:stream';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
-import { NotFoundError, UnauthorizedError } from '../../src/errors.js';
+import { ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { SessionTokens } from '../tokens.js';
@@ -35,14 +35,8 @@ export class LiveView {
   constructor(private readonly deps: LiveViewDeps) {}
 
   /** The running headful session a live-view jwt names, or 401/404. */
-  async sessionFor(jwt: string | undefined | null): Promise<LiveSession> {
-    const claims = await this.deps.tokens.verify(jwt, 'live');
-    if (!claims) throw new UnauthorizedError('missing or invalid jwt');
-    const session = this.deps.sessions.liveSession(claims.id);
-    if (!session || session.record.live_jwt !== jwt || session.vncPort === undefined) {
-      throw new NotFoundError('browser session not found or ended');
-    }
-    return session;
+  sessionFor(jwt: string | undefined | null): Promise<LiveSession> {
+    return this.deps.sessions.sessionForToken(jwt, 'live');
   }
 
   async register(app: FastifyInstance): Promise<void> {
@@ -66,7 +60,9 @@ export class LiveView {
   /** The viewer's websocket: checked, then bridged byte for byte to x11vnc (RFB over binary frames). */
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const session = await this.sessionFor(url.searchParams.get('jwt'));
-    const vnc = createConnection({ host: '127.0.0.1', port: session.vncPort! });
+    // Between an x11vnc exit and its restart there is nothing to bridge to; the viewer retries.
+    if (session.vncPort === undefined) throw new ServiceUnavailableError('the live view is restarting');
+    const vnc = createConnection({ host: '127.0.0.1', port: session.vncPort });
     await new Promise<void>((resolve, reject) => {
       vnc.once('connect', resolve);
       vnc.once('error', reject);

@@ -5,12 +5,13 @@ import {
   InternalError,
   NotFoundError,
   ServiceUnavailableError,
+  UnauthorizedError,
 } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
 import { paginate, type ListPage as Page } from '../paging.js';
 import type { OrgRecord, SessionRecord, Store } from '../store.js';
-import type { SessionTokens } from '../tokens.js';
+import type { SessionTokens, TokenScope } from '../tokens.js';
 import { LiveSession, type RuntimeDeps } from './live-session.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -210,6 +211,20 @@ export class SessionManager {
     } finally {
       release();
     }
+  }
+
+  /**
+   * The running session a CDP or live-view jwt opens: 401 for anything forged or of another
+   * scope, 404 once the session ended (the token must still be the one its record holds, so a
+   * token of an ended session never revives).
+   */
+  async sessionForToken(jwt: string | undefined | null, scope: TokenScope): Promise<LiveSession> {
+    const claims = await this.deps.tokens.verify(jwt, scope);
+    if (!claims) throw new UnauthorizedError('missing or invalid jwt');
+    const session = this.liveSession(claims.id);
+    const issued = scope === 'cdp' ? session?.record.jwt : session?.record.live_jwt;
+    if (!session || issued !== jwt) throw new NotFoundError('browser session not found or ended');
+    return session;
   }
 
   /** The live session for a CDP or live-view connection, if it still runs. */
