@@ -173,11 +173,13 @@ describe('filesystem inside a session', () => {
     const racePath = join(hostHome(a), 'race');
     let flipping = true;
     const flipper = (async () => {
+      // Writes land in the directory while it is being removed: a failed flip is just retried.
+      const clear = () => rm(racePath, { recursive: true, force: true }).catch(() => {});
       while (flipping) {
-        await rm(racePath, { recursive: true, force: true });
+        await clear();
         await mkdir(racePath).catch(() => {});
         await sleep(1);
-        await rm(racePath, { recursive: true, force: true });
+        await clear();
         await symlink(hostHome(b), racePath).catch(() => {});
         await sleep(1);
       }
