@@ -5,6 +5,10 @@ import { computerCommand } from './commands/computer.js';
 import { poolsCommand } from './commands/pools.js';
 import { authCommand, daemonCommand, doctorCommand, envCommand } from './commands/system.js';
 import { fsCommand } from './commands/fs.js';
+import { extensionsCommand } from './commands/extensions.js';
+import { invocationsCommand } from './commands/invocations.js';
+import { profilesCommand } from './commands/profiles.js';
+import { proxiesCommand } from './commands/proxies.js';
 import { printError } from './output.js';
 
 const program = new Command('rbrowse')
@@ -27,6 +31,10 @@ program.addCommand(authCommand());
 program.addCommand(envCommand());
 program.addCommand(doctorCommand());
 program.addCommand(fsCommand());
+program.addCommand(profilesCommand());
+program.addCommand(extensionsCommand());
+program.addCommand(proxiesCommand());
+program.addCommand(invocationsCommand());
 
 program.parseAsync(process.argv).catch((err) => {
   printError(err);

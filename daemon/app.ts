@@ -14,6 +14,15 @@ import { computerHandlers } from './http/routes/computer.js';
 import { fsHandlers } from './http/routes/fs.js';
 import { poolHandlers } from './http/routes/pools.js';
 import { systemHandlers } from './http/routes/system.js';
+import { extensionHandlers } from './http/routes/extensions.js';
+import { invocationHandlers } from './http/routes/invocations.js';
+import { profileHandlers } from './http/routes/profiles.js';
+import { proxyHandlers } from './http/routes/proxies.js';
+import { Extensions } from './extensions/extensions.js';
+import { Invocations } from './invocations/invocations.js';
+import { Profiles } from './profiles/profiles.js';
+import { Proxies } from './proxies/proxies.js';
+import { Stealth } from './stealth/stealth.js';
 import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './reaper.js';
 import { SessionManager } from './sessions/manager.js';
@@ -55,11 +64,17 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const sandbox = Sandbox.detect({ hide: [opts.home], log: opts.log, disabled: process.env.RBROWSE_SANDBOX === 'off' });
   let baseUrl = baseUrlFor(opts.host, opts.port);
   const publicUrl = () => baseUrl;
+  const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
+  const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log });
+  const proxies = new Proxies({ store, log: opts.log });
+  const invocations = new Invocations({ store, dir: paths.appsDir, log: opts.log });
   const sessions = new SessionManager({
     store,
     tokens,
     publicUrl,
     log: opts.log,
+    // Order matters: the profile's user data is in place before extensions and the rest launch.
+    features: [profiles, extensions, proxies, new Stealth(), invocations],
     runtime: {
       home: opts.home,
       sessionsDir: paths.sessionsDir,
@@ -68,6 +83,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       sandbox,
       // Chromium's own sandbox refuses to run as root; the namespace sandbox comes with bubblewrap.
       noSandbox: process.getuid?.() === 0,
+      log: opts.log,
     },
   });
   const pools = new PoolManager({ store, sessions, log: opts.log });
@@ -76,7 +92,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     auth,
     log: opts.log,
     handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions), ...poolHandlers(pools),
-      ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)) },
+      ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
+      ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
+      ...invocationHandlers(invocations) },
   });
   const liveView = new LiveView({ sessions, tokens });
   await liveView.register(server);

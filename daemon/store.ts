@@ -4,6 +4,10 @@ import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
 import type { BrowserPoolConfig } from '../src/api/schemas.js';
 import type { Viewport } from '../src/viewport.js';
+import type { ExtensionRecord } from './extensions/extensions.js';
+import type { DeploymentRecord, InvocationRecord } from './invocations/invocations.js';
+import type { ProfileRecord } from './profiles/profiles.js';
+import type { ProxyRecord } from './proxies/proxies.js';
 
 export interface OrgRecord {
   id: string;
@@ -66,9 +70,25 @@ export interface State {
   api_keys: ApiKeyRecord[];
   sessions: SessionRecord[];
   pools: PoolRecord[];
+  profiles: ProfileRecord[];
+  extensions: ExtensionRecord[];
+  proxies: ProxyRecord[];
+  deployments: DeploymentRecord[];
+  invocations: InvocationRecord[];
 }
 
-const emptyState = (): State => ({ version: 1, orgs: [], api_keys: [], sessions: [], pools: [] });
+const emptyState = (): State => ({
+  version: 1,
+  orgs: [],
+  api_keys: [],
+  sessions: [],
+  pools: [],
+  profiles: [],
+  extensions: [],
+  proxies: [],
+  deployments: [],
+  invocations: [],
+});
 
 /**
  * The JSON state file. lowdb's steno writer replaces the file by rename, so a kill -9 at any

@@ -19,6 +19,10 @@ export function homePaths(home: string) {
     logsDir: join(home, 'logs'),
     daemonLog: join(home, 'logs', 'daemon.log'),
     sessionsDir: join(home, 'sessions'),
+    profilesDir: join(home, 'profiles'),
+    extensionsDir: join(home, 'extensions'),
+    /** Deployed app code, one directory per deployment. */
+    appsDir: join(home, 'apps'),
     credentialsDir: credentials,
     apiKeyFile: join(credentials, 'api-key'),
     adminTokenFile: join(credentials, 'admin-token'),

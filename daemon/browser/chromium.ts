@@ -32,10 +32,37 @@ export interface ChromiumOptions {
   /** Needed while Chromium runs as root outside a namespace sandbox. */
   noSandbox?: boolean;
   readyTimeoutMs?: number;
+  /** More flags (a session's features); list flags among them merge with the base ones. */
+  extraArgs?: string[];
+}
+
+/** Flags Chromium reads only once (the last wins), so values from several sources must be joined. */
+const LIST_FLAGS = ['--disable-features', '--enable-features', '--load-extension', '--disable-extensions-except'];
+
+/** Joins repeated list flags into one each, keeping the first one's position. */
+export function mergeListFlags(args: string[]): string[] {
+  const merged = new Map<string, string[]>();
+  const out: string[] = [];
+  for (const arg of args) {
+    const eq = arg.indexOf('=');
+    const name = arg.slice(0, eq);
+    if (eq < 0 || !LIST_FLAGS.includes(name)) {
+      out.push(arg);
+      continue;
+    }
+    const values = arg.slice(eq + 1).split(',').filter(Boolean);
+    const seen = merged.get(name);
+    if (seen) seen.push(...values.filter((v) => !seen.includes(v)));
+    else {
+      merged.set(name, [...new Set(values)]);
+      out.push(name);
+    }
+  }
+  return out.map((a) => (merged.has(a) ? `${a}=${merged.get(a)!.join(',')}` : a));
 }
 
 export function chromiumArgs(o: ChromiumOptions): string[] {
-  return [
+  return mergeListFlags([
     ...BASE_FLAGS,
     `--user-data-dir=${o.userDataDir}`,
     `--window-size=${o.width},${o.height}`,
@@ -44,8 +71,9 @@ export function chromiumArgs(o: ChromiumOptions): string[] {
     // Headless Chromium otherwise reports an 800x600 screen whatever the window size.
     ...(o.headless ? ['--headless', `--screen-info={${o.width}x${o.height}}`] : ['--ozone-platform=x11']),
     ...(o.kiosk ? ['--kiosk'] : []),
+    ...(o.extraArgs ?? []),
     o.startUrl ?? 'about:blank',
-  ];
+  ]);
 }
 
 export interface ExitInfo {

@@ -56,7 +56,7 @@ export class PoolManager {
 
   async create(org: OrgRecord, body: CreatePoolBody): Promise<BrowserPool> {
     if (body.name) this.assertNameFree(org, body.name);
-    const record = { id: newId(), org_id: org.id, created_at: new Date().toISOString(), config: this.checked(configFromCreate(body)) };
+    const record = { id: newId(), org_id: org.id, created_at: new Date().toISOString(), config: this.checked(org, configFromCreate(body)) };
     const pool = new LivePool(record);
     // Registered before the write so a concurrent create of the same name already sees it.
     this.pools.set(pool.id, pool);
@@ -82,7 +82,7 @@ export class PoolManager {
   async update(org: OrgRecord, idOrName: string, body: UpdatePoolBody): Promise<BrowserPool> {
     const pool = this.find(org, idOrName);
     if (body.name && body.name !== pool.config.name) this.assertNameFree(org, body.name);
-    const config = this.checked(configFromUpdate(pool.config, body));
+    const config = this.checked(org, configFromUpdate(pool.config, body));
     await this.deps.store.update(() => void (pool.record.config = config));
     if (body.discard_all_idle) {
       pool.generation++;
@@ -268,8 +268,8 @@ export class PoolManager {
   }
 
   /** Runs the create checks of POST /browsers on the configuration, and resolves its viewport. */
-  private checked(config: BrowserPoolConfig): BrowserPoolConfig {
-    const viewport = this.deps.sessions.checkConfig(sessionBody(config));
+  private checked(org: OrgRecord, config: BrowserPoolConfig): BrowserPoolConfig {
+    const viewport = this.deps.sessions.checkConfig(org, sessionBody(config));
     return config.viewport ? { ...config, viewport } : config;
   }
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 
 /** The paths a session's browser (and the filesystem API) sees as its own, writable ones. */
 export const SANDBOX_HOME = '/home/kernel';
@@ -91,6 +91,16 @@ export class Sandbox {
       XDG_RUNTIME_DIR: join(tmp, '.xdg-runtime'),
       TMPDIR: tmp,
     };
+  }
+
+  /** Where a program in the session sees a path below the session's home or tmp directory. */
+  insidePath(roots: SessionRoots, hostPath: string): string {
+    if (!this.enabled) return hostPath;
+    for (const [root, inside] of [[roots.home, SANDBOX_HOME], [roots.tmp, SANDBOX_TMP]] as const) {
+      const rel = relative(root, hostPath);
+      if (rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))) return join(inside, rel);
+    }
+    throw new Error(`${hostPath} is outside the session's directories`);
   }
 
   /** Where the browser sees a path of its home directory. */

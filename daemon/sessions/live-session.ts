@@ -8,6 +8,8 @@ import { removeTree } from '../fs-util.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { FileOps } from '../fs/file-ops.js';
 import type { SessionRecord } from '../store.js';
+import type { UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { FeatureLaunch, SessionDirs } from './features.js';
 
 export interface RuntimeDeps {
   home: string;
@@ -16,6 +18,7 @@ export interface RuntimeDeps {
   displays: DisplayAllocator;
   sandbox: Sandbox;
   noSandbox: boolean;
+  log?: (msg: string, extra?: object) => void;
 }
 
 /** Per-session directories; everything a browser writes stays below `root` and goes with it. */
@@ -63,6 +66,9 @@ export async function prepareSessionDirs(sessionsDir: string, home: string, id: 
   return { dirs, env };
 }
 
+/** Sets up a session's features around the launch (see features.ts); gets the session's paths. */
+export type PrepareFeatures = (ctx: { dirs: SessionDirs; insidePath(hostPath: string): string }) => Promise<FeatureLaunch[]>;
+
 /** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight. */
 export type ClientKind = 'cdp' | 'viewer' | 'api';
 
@@ -86,6 +92,7 @@ export class LiveSession {
     private vnc: VncServer | undefined,
     private readonly deps: RuntimeDeps,
     private readonly env: Record<string, string>,
+    private readonly features: FeatureLaunch[],
   ) {
     this.superviseVnc();
   }
@@ -111,19 +118,22 @@ export class LiveSession {
     });
   }
 
-  static async start(record: SessionRecord, deps: RuntimeDeps): Promise<LiveSession> {
+  static async start(record: SessionRecord, deps: RuntimeDeps, prepare?: PrepareFeatures): Promise<LiveSession> {
     const { dirs, env } = await prepareSessionDirs(deps.sessionsDir, deps.home, record.id);
+    const roots = { home: dirs.home, tmp: dirs.tmp };
     let display: Display | undefined;
     let vnc: Promise<VncServer> | undefined;
+    let features: FeatureLaunch[] = [];
+    let chromium: ChromiumProcess | undefined;
     try {
+      features = (await prepare?.({ dirs, insidePath: (p) => deps.sandbox.insidePath(roots, p) })) ?? [];
       if (!record.headless) {
         display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env });
         // The live view's server starts while Chromium does; both only need the display.
         vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env });
         vnc.catch(() => {});
       }
-      const roots = { home: dirs.home, tmp: dirs.tmp };
-      const chromium = await launchChromium({
+      chromium = await launchChromium({
         executable: deps.chromiumPath,
         wrapper: deps.sandbox.wrap(roots, { display: display?.number }),
         userDataDir: deps.sandbox.homePath(roots, 'user-data'),
@@ -134,12 +144,16 @@ export class LiveSession {
         kiosk: record.kiosk_mode,
         startUrl: record.start_url,
         noSandbox: deps.noSandbox,
+        extraArgs: features.flatMap((f) => f.args ?? []),
       });
-      return new LiveSession(record, chromium, display, await vnc, deps, env);
+      for (const f of features) await f.started?.({ wsUrl: chromium.wsUrl });
+      return new LiveSession(record, chromium, display, await vnc, deps, env, features);
     } catch (err) {
+      await chromium?.close();
       await (await vnc?.catch(() => undefined))?.stop();
       await display?.stop();
       await killMarked(deps.home, record.id);
+      await Promise.allSettled(features.map(async (f) => f.release?.()));
       await removeTree(dirs.root);
       throw err;
     }
@@ -214,17 +228,26 @@ export class LiveSession {
     }
   }
 
+  /** Applies a PATCH to what the session's features run (a proxy swapped live). */
+  async update(body: UpdateBrowserBody): Promise<void> {
+    for (const f of this.features) await f.update?.(body);
+  }
+
   /** Resolves whether Chromium closed by itself on Browser.close (else it had to be killed). */
   stop(): Promise<{ graceful: boolean }> {
     this.stopping ??= (async () => {
       for (const close of [...this.closers.keys()]) close();
       const graceful = await this.chromium.close();
+      for (const f of this.features) {
+        await f.closed?.({ graceful }).catch((err: unknown) => this.deps.log?.('session feature failed at close', { session: this.id, error: String(err) }));
+      }
       const vnc = this.vnc;
       this.vnc = undefined;
       await vnc?.stop();
       await this.display?.stop();
       // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
       await killMarked(this.deps.home, this.id);
+      await Promise.allSettled(this.features.map(async (f) => f.release?.()));
       await removeTree(sessionDirs(this.deps.sessionsDir, this.id).root);
       return { graceful };
     })();

@@ -1,5 +1,6 @@
 import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, UpdateBrowserBody } from '../../src/api/schemas.js';
 import {
+  ApiError,
   BadRequestError,
   ConflictError,
   InternalError,
@@ -12,6 +13,7 @@ import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../
 import { paginate, type ListPage as Page } from '../paging.js';
 import type { OrgRecord, SessionRecord, Store } from '../store.js';
 import type { SessionTokens, TokenScope } from '../tokens.js';
+import type { FeatureLaunch, SessionFeature } from './features.js';
 import { LiveSession, type RuntimeDeps } from './live-session.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -25,6 +27,8 @@ export interface SessionManagerDeps {
   /** Origin clients reach the daemon at, e.g. http://127.0.0.1:7331. */
   publicUrl: () => string;
   log: (msg: string, extra?: object) => void;
+  /** What sessions may carry (profiles, extensions, proxies, stealth, invocations), run in this order. */
+  features?: SessionFeature[];
 }
 
 export type ListPage = Page<BrowserSession>;
@@ -48,6 +52,10 @@ export class SessionManager {
   private readonly countdownFrom = new Map<string, number>();
 
   constructor(private readonly deps: SessionManagerDeps) {}
+
+  private get features(): SessionFeature[] {
+    return this.deps.features ?? [];
+  }
 
   startInactivityChecks(): void {
     this.timer = setInterval(() => void this.endIdleSessions(), INACTIVITY_CHECK_MS);
@@ -74,24 +82,18 @@ export class SessionManager {
    * The checks of a create that need no browser; pools run them when their configuration is set,
    * so a bad one is refused then rather than failing every launch later. Returns the viewport.
    */
-  checkConfig(body: CreateBrowserBody): Viewport {
+  checkConfig(org: OrgRecord, body: CreateBrowserBody): Viewport {
     const viewport = this.checkedViewport(body.viewport);
-    // These resources have no endpoints yet, so no reference to one can exist.
-    if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
-    if (body.invocation_id) throw new NotFoundError(`invocation ${body.invocation_id} not found`);
-    if (body.profile) {
-      if (!body.profile.id && !body.profile.name) throw BadRequestError.field('profile', 'provide id or name');
-      throw new NotFoundError(`profile ${body.profile.id ?? body.profile.name} not found`);
-    }
+    if (body.profile && !body.profile.id && !body.profile.name) throw BadRequestError.field('profile', 'provide id or name');
     for (const [i, ext] of (body.extensions ?? []).entries()) {
       if (!ext.id && !ext.name) throw BadRequestError.field(`extensions.${i}`, 'provide id or name');
-      throw new NotFoundError(`extension ${ext.id ?? ext.name} not found`);
     }
+    for (const feature of this.features) feature.check?.(org, body);
     return viewport;
   }
 
   async create(org: OrgRecord, body: CreateBrowserBody, opts: CreateOptions = {}): Promise<BrowserSession> {
-    const viewport = this.checkConfig(body);
+    const viewport = this.checkConfig(org, body);
     if (body.name !== undefined) this.assertNameFree(org, body.name);
     if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
     const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
@@ -133,9 +135,23 @@ export class SessionManager {
     };
     let session: LiveSession;
     try {
-      session = await LiveSession.start(record, this.deps.runtime);
+      session = await LiveSession.start(record, this.deps.runtime, async (ctx) => {
+        const launches: FeatureLaunch[] = [];
+        try {
+          for (const feature of this.features) {
+            const launched = await feature.launch?.({ ...ctx, org, body, record });
+            if (launched) launches.push(launched);
+          }
+        } catch (err) {
+          await releaseAll(launches);
+          throw err;
+        }
+        return launches;
+      });
     } catch (err) {
       this.deps.log('session start failed', { session: id, error: (err as Error).message });
+      // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
+      if (err instanceof ApiError) throw err;
       throw new InternalError('the browser could not be started', {
         code: 'browser_start_failed',
         message: (err as Error).message.slice(0, 2000),
@@ -169,8 +185,7 @@ export class SessionManager {
 
   async update(org: OrgRecord, idOrName: string, body: UpdateBrowserBody): Promise<BrowserSession> {
     const record = this.find(org, idOrName, false);
-    // proxy_id: omitted or null leaves it unchanged, "" removes it; proxies cannot exist yet.
-    if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
+    for (const feature of this.features) feature.checkUpdate?.(org, record, body);
     if (typeof body.name === 'string' && body.name !== record.name) this.assertNameFree(org, body.name);
     const viewport = body.viewport && this.checkedViewport(body.viewport);
     if (viewport && body.viewport) {
@@ -181,9 +196,12 @@ export class SessionManager {
       }
       await session.resize(viewport);
     }
+    await this.liveSession(record.id)?.update(body);
     await this.deps.store.update(() => {
       if (viewport) record.viewport = viewport;
+      // proxy_id: omitted or null leaves it unchanged, "" removes it.
       if (body.proxy_id === '') delete record.proxy_id;
+      else if (body.proxy_id) record.proxy_id = body.proxy_id;
       if (body.name === null) delete record.name;
       else if (body.name !== undefined) record.name = body.name;
       if (body.tags === null) delete record.tags;
@@ -231,6 +249,20 @@ export class SessionManager {
   liveSession(id: string): LiveSession | undefined {
     const s = this.live.get(id);
     return s && !s.isStopping ? s : undefined;
+  }
+
+  /** The org's active sessions that match, as API objects (an invocation's browsers). */
+  listWhere(org: OrgRecord, match: (r: SessionRecord) => boolean): BrowserSession[] {
+    return this.deps.store.data.sessions
+      .filter((s) => s.org_id === org.id && !s.deleted_at && match(s))
+      .map((r) => this.view(r));
+  }
+
+  /** Ends the active sessions that match (an invocation's browsers when it ends); how many. */
+  async endWhere(match: (r: SessionRecord) => boolean, reason: string): Promise<number> {
+    const ids = this.deps.store.data.sessions.filter((s) => !s.deleted_at && match(s)).map((s) => s.id);
+    await Promise.all(ids.map((id) => this.end(id, reason)));
+    return ids.length;
   }
 
   /** Ends every live session (daemon stop); each is soft-deleted with the given reason. */
@@ -325,6 +357,11 @@ export class SessionManager {
       ...(r.start_url ? { start_url: r.start_url } : {}),
       ...(r.invocation_id ? { invocation_id: r.invocation_id } : {}),
       ...(r.pool ? { pool: r.pool } : {}),
+      ...Object.assign({}, ...this.features.map((f) => f.view?.(r) ?? {})),
     };
   }
+}
+
+async function releaseAll(launches: FeatureLaunch[]): Promise<void> {
+  await Promise.allSettled(launches.map(async (l) => l.release?.()));
 }

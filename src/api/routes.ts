@@ -1,36 +1,15 @@
 import type { Readable } from 'node:stream';
 import { Type, type Static, type TSchema } from 'typebox';
 import * as S from './schemas.js';
+import { NoContent, type RouteDef } from './route-def.js';
+import { extensionRoutes } from './extensions.js';
+import { invocationRoutes } from './invocations.js';
+import { profileRoutes } from './profiles.js';
+import { proxyRoutes } from './proxies.js';
 
-/**
- * The one definition of every route: the daemon registers these (validation, handler types),
- * @fastify/swagger turns them into /openapi.json, and src/client.ts derives its calls from them.
- */
-export interface RouteDef {
-  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
-  /** Fastify path syntax (`:id`); the OpenAPI document shows `{id}`. */
-  url: string;
-  /** key: an org's API key; admin: the local admin token; session-jwt: a session's jwt query parameter. */
-  auth: 'none' | 'key' | 'admin' | 'session-jwt';
-  summary: string;
-  tag: string;
-  /** The success status and its body schema; null means no body (204). */
-  success: { status: number; body: TSchema | null };
-  params?: TSchema;
-  querystring?: TSchema;
-  body?: TSchema;
-  /** Kept out of /openapi.json: protocol plumbing rather than API. */
-  hidden?: boolean;
-  /** The handler may answer null, sent as 204 with no body (an acquire that timed out). */
-  noContentOnNull?: true;
-  /** A success body that is not JSON (a file, a PNG): its media type; the handler returns bytes or a stream. */
-  produces?: string;
-  /** A request body that is not JSON (a file's bytes): its media type; the handler gets the raw stream. */
-  consumes?: string;
-}
+export type { RouteDef } from './route-def.js';
 
-const NoContent = { status: 204, body: null } as const;
-
+/** Every route of the daemon; see RouteDef. */
 export const routes = {
   health: {
     method: 'GET',
@@ -391,6 +370,11 @@ export const routes = {
     success: { status: 200, body: null },
     produces: 'application/zip',
   },
+  // Each further resource keeps its schemas and routes in a module of its own.
+  ...profileRoutes,
+  ...extensionRoutes,
+  ...proxyRoutes,
+  ...invocationRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

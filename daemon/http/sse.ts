@@ -1,0 +1,64 @@
+import { PassThrough, type Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+
+export const HEARTBEAT_MS = 15_000;
+
+/** One server-sent event: kernel-wire wants an `event` field in every JSON. */
+export type StreamEvent = { event: string } & Record<string, unknown>;
+
+/**
+ * A text/event-stream body in kernel-wire's shape: only `data: <json>` blocks, heartbeats as
+ * `sse_heartbeat` events (a comment-only keepalive breaks the Go SDK of the `kernel` CLI).
+ * Return `open(reply)` from a route whose `produces` is text/event-stream; the stream closes when
+ * `end()` is called (a terminal state) or the client goes away (`onClose`).
+ */
+export class EventStream {
+  private readonly body = new PassThrough();
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly closeListeners: (() => void)[] = [];
+  private ended = false;
+
+  constructor(opts: { heartbeatMs?: number } = {}) {
+    this.heartbeat = setInterval(
+      () => this.send({ event: 'sse_heartbeat', timestamp: new Date().toISOString() }),
+      opts.heartbeatMs ?? HEARTBEAT_MS,
+    );
+    this.heartbeat.unref();
+    this.body.once('close', () => this.finish());
+  }
+
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  /** The body to return from the handler, with the headers that keep proxies from buffering it. */
+  open(reply: FastifyReply): Readable {
+    reply.header('cache-control', 'no-cache');
+    reply.header('x-accel-buffering', 'no');
+    return this.body;
+  }
+
+  send(event: StreamEvent): void {
+    if (!this.ended) this.body.write(`data: ${JSON.stringify(event)}\n\n`);
+  }
+
+  /** Ends the stream (after a terminal event); the listeners run once. */
+  end(): void {
+    if (this.ended) return;
+    this.body.end();
+    this.finish();
+  }
+
+  /** Runs when the stream ends, by end() or because the client hung up. */
+  onClose(listener: () => void): void {
+    if (this.ended) listener();
+    else this.closeListeners.push(listener);
+  }
+
+  private finish(): void {
+    if (this.ended && this.closeListeners.length === 0) return;
+    this.ended = true;
+    clearInterval(this.heartbeat);
+    for (const listener of this.closeListeners.splice(0)) listener();
+  }
+}

@@ -1,0 +1,50 @@
+import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { OrgRecord, SessionRecord } from '../store.js';
+import type { sessionDirs } from './live-session.js';
+
+export type SessionDirs = ReturnType<typeof sessionDirs>;
+
+/** What a feature sees of a session while it launches. */
+export interface LaunchContext {
+  org: OrgRecord;
+  body: CreateBrowserBody;
+  /** The session's record before it is stored: a feature writes what it resolved here (profile, proxy_id). */
+  record: SessionRecord;
+  /** The session's directories on the daemon's side; they exist, and go when the session ends. */
+  dirs: SessionDirs;
+  /** A path below dirs.home or dirs.tmp as the browser sees it (the sandbox maps them elsewhere). */
+  insidePath(hostPath: string): string;
+}
+
+/** One feature's part in one running session. Every hook is optional. */
+export interface FeatureLaunch {
+  /** Extra Chromium flags. --disable-features, --enable-features, --load-extension and
+   * --disable-extensions-except given by several features are merged into one list each. */
+  args?: string[];
+  /** After Chromium is up, before the session is handed out; wsUrl is the browser's own CDP endpoint. */
+  started?(browser: { wsUrl: string }): Promise<void>;
+  /** After Chromium has exited (graceful: it closed by itself on Browser.close), before the session's
+   * directories are removed: where a profile's user data is written back. */
+  closed?(info: { graceful: boolean }): Promise<void>;
+  /** Always called last, also when the launch failed part way: give back leases, close servers. */
+  release?(): Promise<void> | void;
+  /** A PATCH /browsers/{id} of the running session, after every feature's checkUpdate passed. */
+  update?(body: UpdateBrowserBody): Promise<void>;
+}
+
+/**
+ * Something a session may carry (a profile, extensions, a proxy, stealth, an invocation): checked
+ * on create, set up around the browser's launch and torn down when the session ends. The session
+ * manager runs the features in order; each is built once in the composition root.
+ */
+export interface SessionFeature {
+  /** Refuses a create body naming missing resources (404) or conflicting (409). No side effects:
+   * pools run it when their configuration is set. */
+  check?(org: OrgRecord, body: CreateBrowserBody): void;
+  /** Before Chromium starts; undefined when the session does not use this feature. */
+  launch?(ctx: LaunchContext): Promise<FeatureLaunch | undefined>;
+  /** Refuses a PATCH before anything of it is applied. */
+  checkUpdate?(org: OrgRecord, record: SessionRecord, body: UpdateBrowserBody): void;
+  /** Fields this feature adds to the session's API object. */
+  view?(record: SessionRecord): Partial<BrowserSession>;
+}
