@@ -5,6 +5,7 @@ import { computerCommand } from './commands/computer.js';
 import { poolsCommand } from './commands/pools.js';
 import { authCommand, daemonCommand, doctorCommand, envCommand } from './commands/system.js';
 import { fsCommand } from './commands/fs.js';
+import { deploymentsCommand } from './commands/deployments.js';
 import { extensionsCommand } from './commands/extensions.js';
 import { invocationsCommand } from './commands/invocations.js';
 import { profilesCommand } from './commands/profiles.js';
@@ -35,6 +36,7 @@ program.addCommand(profilesCommand());
 program.addCommand(extensionsCommand());
 program.addCommand(proxiesCommand());
 program.addCommand(invocationsCommand());
+program.addCommand(deploymentsCommand());
 
 program.parseAsync(process.argv).catch((err) => {
   printError(err);

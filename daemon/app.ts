@@ -14,10 +14,12 @@ import { computerHandlers } from './http/routes/computer.js';
 import { fsHandlers } from './http/routes/fs.js';
 import { poolHandlers } from './http/routes/pools.js';
 import { systemHandlers } from './http/routes/system.js';
+import { deploymentHandlers } from './http/routes/deployments.js';
 import { extensionHandlers } from './http/routes/extensions.js';
 import { invocationHandlers } from './http/routes/invocations.js';
 import { profileHandlers } from './http/routes/profiles.js';
 import { proxyHandlers } from './http/routes/proxies.js';
+import { Deployments } from './apps/deployments.js';
 import { Extensions } from './extensions/extensions.js';
 import { Invocations } from './invocations/invocations.js';
 import { Profiles } from './profiles/profiles.js';
@@ -67,6 +69,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
   const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log });
   const proxies = new Proxies({ store, log: opts.log });
+  const deployments = new Deployments({ store, dir: paths.appsDir, log: opts.log });
   const invocations = new Invocations({ store, dir: paths.appsDir, log: opts.log });
   const sessions = new SessionManager({
     store,
@@ -94,7 +97,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions), ...poolHandlers(pools),
       ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
-      ...invocationHandlers(invocations) },
+      ...deploymentHandlers(deployments), ...invocationHandlers(invocations) },
   });
   const liveView = new LiveView({ sessions, tokens });
   await liveView.register(server);

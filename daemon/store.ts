@@ -5,7 +5,8 @@ import { JSONFile } from 'lowdb/node';
 import type { BrowserPoolConfig } from '../src/api/schemas.js';
 import type { Viewport } from '../src/viewport.js';
 import type { ExtensionRecord } from './extensions/extensions.js';
-import type { DeploymentRecord, InvocationRecord } from './invocations/invocations.js';
+import type { DeploymentRecord } from './apps/deployments.js';
+import type { InvocationRecord } from './invocations/invocations.js';
 import type { ProfileRecord } from './profiles/profiles.js';
 import type { ProxyRecord } from './proxies/proxies.js';
 

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
 
 export function invocationsCommand(): Command {
-  return new Command('invocations').description('App action invocations, apps and deployments');
+  return new Command('invocations').description('Invocations of app actions');
 }

@@ -3,12 +3,6 @@ import { NotFoundError } from '../../src/errors.js';
 import type { SessionFeature } from '../sessions/features.js';
 import type { OrgRecord, Store } from '../store.js';
 
-export interface DeploymentRecord {
-  id: string;
-  org_id: string;
-  created_at: string;
-}
-
 export interface InvocationRecord {
   id: string;
   org_id: string;
@@ -19,7 +13,7 @@ export interface InvocationRecord {
   started_at: string;
 }
 
-/** Deployed apps and the invocations of their actions. (Issue 7: to be built.) */
+/** Invocations of deployed apps' actions, each run in a child process. (Issue 7: to be built.) */
 export class Invocations implements SessionFeature {
   constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void }) {}
 

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { Type, type Static, type TSchema } from 'typebox';
 import * as S from './schemas.js';
 import { NoContent, type RouteDef } from './route-def.js';
+import { deploymentRoutes } from './deployments.js';
 import { extensionRoutes } from './extensions.js';
 import { invocationRoutes } from './invocations.js';
 import { profileRoutes } from './profiles.js';
@@ -374,6 +375,7 @@ export const routes = {
   ...profileRoutes,
   ...extensionRoutes,
   ...proxyRoutes,
+  ...deploymentRoutes,
   ...invocationRoutes,
 } as const satisfies Record<string, RouteDef>;
 
