@@ -11,6 +11,7 @@ import type { LiveSession } from '../sessions/live-session.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { SessionTokens } from '../tokens.js';
 import { liveViewPage } from './page.js';
+import { RfbPacer } from './rfb-pacer.js';
 
 export const LIVE_PATH = '/browser/live';
 export const LIVE_WS_PATH = `${LIVE_PATH}/ws`;
@@ -77,8 +78,11 @@ export class LiveView {
 
   private bridge(session: LiveSession, viewer: WebSocket, vnc: Socket): void {
     const release = session.hold('viewer', () => viewer.close(1001, 'browser session ended'));
+    // The refresh rate caps the frames a viewer gets (a resize drops viewers, so it cannot change under one).
+    const pacer = new RfbPacer(1000 / session.record.viewport.refresh_rate, (bytes) => vnc.write(bytes));
     const closeBoth = () => {
       release();
+      pacer.close();
       vnc.destroy();
       if (viewer.readyState !== WebSocket.CLOSED) viewer.terminate();
     };
@@ -95,7 +99,7 @@ export class LiveView {
         vnc.pause();
       }
     });
-    viewer.on('message', (data: RawData) => vnc.write(data as Buffer));
+    viewer.on('message', (data: RawData) => pacer.push(data as Buffer));
     vnc.on('close', closeBoth);
     vnc.on('error', closeBoth);
     viewer.on('close', closeBoth);

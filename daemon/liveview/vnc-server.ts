@@ -27,15 +27,16 @@ async function freePort(): Promise<number> {
 
 /**
  * One x11vnc per headful session, listening on 127.0.0.1 only; the daemon's websocket bridge is
- * its only client. -threads keeps it from spinning a core; -wait/-defer pace it to the refresh
- * rate; -xrandr follows viewport changes.
+ * its only client. -threads keeps it from spinning a core; -wait/-defer keep it answering within
+ * a refresh interval, while the bridge's pacer caps the rate; -xrandr follows viewport changes.
  */
 export async function startVncServer(req: VncRequest, attempts = 3): Promise<VncServer> {
-  // Pacing (measured with bench/liveview.ts): libvncserver sleeps -defer before every update it
-  // sends, and x11vnc notices changes on its -wait polls, so the two add up. A full interval of
-  // each delivered about half the refresh rate; half an interval of each comes close to it.
-  const half = String(Math.max(1, Math.round(500 / req.refreshRate)));
-  const [wait, defer] = [half, half];
+  // Pacing: the bridge holds each viewer to one update request per refresh interval
+  // (rfb-pacer.ts), so x11vnc must only answer within one: it polls the screen every half interval
+  // (-wait; shorter costs CPU for nothing) and sends at once (-defer 0; libvncserver otherwise
+  // sleeps before every update, and the two delays together halved the delivered rate).
+  const wait = String(Math.max(1, Math.round(500 / req.refreshRate)));
+  const defer = '0';
   let lastError = '';
   for (let i = 0; i < attempts; i++) {
     const port = await freePort();
