@@ -58,6 +58,14 @@ export async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - start;
 }
 
+/** POST /browsers, then its DELETE, each timed: the DELETE includes what the session's features do at its end. */
+export async function createAndEnd(d: TestDaemon, body: object): Promise<{ create: number; end: number }> {
+  let id = '';
+  const create = await timed(async () => (id = (await createSession(d, body)).session_id));
+  const end = await timed(() => deleteSession(d, id));
+  return { create, end };
+}
+
 /** POST /browsers until it answers (the session is fully up by then); the DELETE is not timed. */
 export async function daemonCreate(ctx: BenchContext): Promise<number> {
   let session: BrowserSession | undefined;

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { RbrowseClient } from '../src/client.js';
-import { paths, startDaemon } from './daemon-control.js';
+import { paths } from './daemon-control.js';
+import { startDaemonWithProgress } from './progress.js';
 
 export interface GlobalOptions {
   baseUrl?: string;
@@ -19,7 +20,7 @@ export async function clientFor(cmd: Command): Promise<RbrowseClient> {
     const key = opts.apiKey ?? process.env.KERNEL_API_KEY;
     return new RbrowseClient(remote.replace(/\/+$/, ''), key ?? tryLocalKey());
   }
-  const info = await startDaemon();
+  const info = await startDaemonWithProgress();
   return new RbrowseClient(info.base_url, opts.apiKey ?? localKey());
 }
 

@@ -21,7 +21,7 @@ import { profileHandlers } from './http/routes/profiles.js';
 import { proxyHandlers } from './http/routes/proxies.js';
 import { Deployments } from './apps/deployments.js';
 import { Extensions } from './extensions/extensions.js';
-import { Invocations } from './invocations/invocations.js';
+import { Invocations, syncCapMsFromEnv } from './invocations/invocations.js';
 import { Profiles } from './profiles/profiles.js';
 import { Proxies } from './proxies/proxies.js';
 import { Stealth } from './stealth/stealth.js';
@@ -29,6 +29,8 @@ import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './reaper.js';
 import { SessionManager } from './sessions/manager.js';
 import { Store } from './store.js';
+import { WatchFeed } from './watch/feed.js';
+import { watchHandlers } from './watch/handlers.js';
 import { SessionTokens } from './tokens.js';
 
 export interface DaemonOptions {
@@ -57,7 +59,10 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const paths = homePaths(opts.home);
   await mkdir(paths.sessionsDir, { recursive: true, mode: 0o700 });
   const store = await Store.open(paths.stateFile, opts.log);
-  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, log: opts.log });
+  // Built before the reaper: a crashed daemon's sessions with save_changes are saved before their browsers are killed.
+  const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
+  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, log: opts.log,
+    salvage: (orphans) => profiles.recover({ orphans, home: opts.home, sessionsDir: paths.sessionsDir }) });
   const auth = await Auth.open(store, paths);
   const tokens = await SessionTokens.open(paths.jwtSecretFile);
 
@@ -66,18 +71,28 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const sandbox = Sandbox.detect({ hide: [opts.home], log: opts.log, disabled: process.env.RBROWSE_SANDBOX === 'off' });
   let baseUrl = baseUrlFor(opts.host, opts.port);
   const publicUrl = () => baseUrl;
-  const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
   const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log });
-  const proxies = new Proxies({ store, log: opts.log });
+  const proxies = new Proxies({ store, credentialsDir: paths.credentialsDir, log: opts.log });
   const deployments = new Deployments({ store, dir: paths.appsDir, log: opts.log });
-  const invocations = new Invocations({ store, dir: paths.appsDir, log: opts.log });
+  await deployments.recover();
+  const invocations = new Invocations({
+    store,
+    home: opts.home,
+    deployments,
+    keys: auth,
+    publicUrl,
+    log: opts.log,
+    syncCapMs: syncCapMsFromEnv(),
+  });
+  await invocations.recover();
+  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, noSandbox: process.getuid?.() === 0, home: opts.home, log: opts.log });
   const sessions = new SessionManager({
     store,
     tokens,
     publicUrl,
     log: opts.log,
     // Order matters: the profile's user data is in place before extensions and the rest launch.
-    features: [profiles, extensions, proxies, new Stealth(), invocations],
+    features: [profiles, extensions, proxies, stealth, invocations],
     runtime: {
       home: opts.home,
       sessionsDir: paths.sessionsDir,
@@ -89,15 +104,25 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       log: opts.log,
     },
   });
-  const pools = new PoolManager({ store, sessions, log: opts.log });
+  invocations.attachSessions(sessions);
+  const pools = new PoolManager({
+    store,
+    sessions,
+    log: opts.log,
+    references: (org, config) => {
+      const profileId = config.profile && profiles.resolvedId(org, config.profile);
+      return { extension_ids: extensions.resolvedIds(org, config.extensions ?? []), ...(profileId ? { profile_id: profileId } : {}) };
+    },
+  });
   const gateway = new CdpGateway({ sessions, log: opts.log });
+  const watch = new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) });
   const server = await buildServer({
     auth,
     log: opts.log,
     handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions), ...poolHandlers(pools),
       ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
-      ...deploymentHandlers(deployments), ...invocationHandlers(invocations) },
+      ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
   });
   const liveView = new LiveView({ sessions, tokens });
   await liveView.register(server);
@@ -123,7 +148,10 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       return baseUrl;
     },
     async close() {
+      watch.close();
       pools.close();
+      await invocations.close();
+      await deployments.close();
       await sessions.endAll('daemon_stop');
       await server.close();
     },

@@ -3,13 +3,19 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { newId } from '../src/ids.js';
 import type { HomePaths } from '../src/config.js';
-import type { OrgRecord, Store } from './store.js';
+import type { ApiKeyRecord, OrgRecord, Store } from './store.js';
 
 export const DEFAULT_ORG = 'default';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 /** Keys are long random secrets, so a plain sha256 is a sound way to keep them (no password stretching needed). */
 const newKey = () => `sk_${randomBytes(24).toString('base64url')}`;
+const keyRecord = (orgId: string, key: string): ApiKeyRecord => ({
+  id: newId(),
+  org_id: orgId,
+  sha256: sha256(key),
+  created_at: new Date().toISOString(),
+});
 
 export async function readOrCreateSecret(file: string, make: () => string): Promise<string> {
   try {
@@ -67,9 +73,23 @@ export class Auth {
         org = { id: newId(), name: orgName, created_at: new Date().toISOString() };
         state.orgs.push(org);
       }
-      state.api_keys.push({ id: newId(), org_id: org.id, sha256: sha256(key), created_at: new Date().toISOString() });
+      state.api_keys.push(keyRecord(org.id, key));
       return org;
     });
     return { org, key };
+  }
+
+  /** A further key of an existing org (an invocation's own, revoked with revokeKey when it ends). */
+  async mintKey(org: OrgRecord): Promise<{ id: string; key: string }> {
+    const key = newKey();
+    const record = keyRecord(org.id, key);
+    await this.store.update((state) => void state.api_keys.push(record));
+    return { id: record.id, key };
+  }
+
+  async revokeKey(id: string): Promise<void> {
+    await this.store.update((state) => {
+      state.api_keys = state.api_keys.filter((k) => k.id !== id);
+    });
   }
 }

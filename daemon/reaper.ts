@@ -2,7 +2,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { killMarked } from './browser/procs.js';
 import { removeTree } from './fs-util.js';
-import type { Store } from './store.js';
+import type { SessionRecord, Store } from './store.js';
 
 export const DELETED_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
@@ -15,9 +15,12 @@ export async function reapLeftovers(opts: {
   sessionsDir: string;
   store: Store;
   log: (msg: string, extra?: object) => void;
+  /** Runs first, while the orphans' browsers may still run: a feature keeps what they wrote (a profile saved with save_changes). */
+  salvage?: (orphans: SessionRecord[]) => Promise<void>;
 }): Promise<void> {
-  const killed = await killMarked(opts.home);
   const orphaned = opts.store.data.sessions.filter((s) => !s.deleted_at);
+  await opts.salvage?.(orphaned).catch((err: unknown) => opts.log('salvage of orphaned sessions failed', { error: String(err) }));
+  const killed = await killMarked(opts.home);
   if (orphaned.length) {
     const now = new Date().toISOString();
     await opts.store.update(() => {

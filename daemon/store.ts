@@ -52,6 +52,8 @@ export interface SessionRecord {
   proxy_id?: string;
   invocation_id?: string;
   persistence?: { id: string };
+  /** The profile the session loaded; save_changes: its user data is written back when it ends (saved_at: done). */
+  profile?: { id: string; save_changes: boolean; saved_at?: string };
   runtime?: SessionRuntimeRecord;
   /** Set on a pool's browsers, idle or acquired. */
   pool?: { id: string; name?: string };

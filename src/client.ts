@@ -1,12 +1,26 @@
 import { request } from 'undici';
+import type { Static, TSchema } from 'typebox';
 import type { ErrorBody } from './errors.js';
-import type { Readable } from 'node:stream';
-import { routes, type RouteDef, type BodyOf, type OperationId, type ParamsOf, type QueryOf, type ResponseOf } from './api/routes.js';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { formBody } from './form-body.js';
+import { routes, type RouteDef, type BodyOf, type OperationId, type ParamsOf, type QueryOf, type ResponseOf, type Routes } from './api/routes.js';
+
+type FormOf<F> = F extends { files: readonly (infer N extends string)[]; fields: infer T extends TSchema } ? Static<T> & Record<N, Blob> : never;
+/**
+ * What the client sends: a multipart route with a RouteDef.form its fields and files (encoded as
+ * the Node SDK does) or a ready FormData; another multipart route a FormData; the rest BodyOf.
+ */
+export type ClientBodyOf<K extends OperationId> = Routes[K] extends { form: infer F }
+  ? FormOf<F> | FormData
+  : Routes[K] extends { consumes: 'multipart/form-data' }
+    ? FormData
+    : BodyOf<K>;
 
 type Maybe<K extends string, T> = T extends undefined ? { [P in K]?: undefined } : { [P in K]: T };
 export type CallArgs<K extends OperationId> = Maybe<'params', ParamsOf<K>> &
   Partial<Maybe<'query', QueryOf<K>>> &
-  Maybe<'body', BodyOf<K>>;
+  Maybe<'body', ClientBodyOf<K>>;
 
 /** An error answer of the server, carrying its kernel-wire body. */
 export class ApiCallError extends Error {
@@ -15,6 +29,17 @@ export class ApiCallError extends Error {
     readonly body: ErrorBody,
   ) {
     super(`${body.code}: ${body.message}`);
+  }
+
+  /** The error of an answer's status and text; a body that is not kernel-wire JSON becomes `http_<status>`. */
+  static fromAnswer(status: number, text: string): ApiCallError {
+    let body: ErrorBody;
+    try {
+      body = JSON.parse(text) as ErrorBody;
+    } catch {
+      body = { code: `http_${status}`, message: text.slice(0, 500) || `HTTP ${status}` };
+    }
+    return new ApiCallError(status, body);
   }
 }
 
@@ -35,39 +60,61 @@ export class RbrowseClient {
     return (await this.request(op, args)).data;
   }
 
-  async request<K extends OperationId>(op: K, args: CallArgs<K>): Promise<CallResult<ResponseOf<K>>> {
-    const route = routes[op];
+  /** The URL of an operation, its path parameters and query filled in (for event streams: cli/sse.ts). */
+  url<K extends OperationId>(op: K, args: CallArgs<K>): URL {
     const params = (args as { params?: Record<string, string> }).params ?? {};
-    const path = route.url.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(String(params[name])));
+    const path = routes[op].url.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(String(params[name])));
     const url = new URL(path, this.baseUrl);
     const query = (args as { query?: Record<string, unknown> }).query ?? {};
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
-    const body = (args as { body?: unknown }).body;
+    return url;
+  }
+
+  async request<K extends OperationId>(op: K, args: CallArgs<K>): Promise<CallResult<ResponseOf<K>>> {
+    const route = routes[op];
     const def: RouteDef = route;
-    const headers: Record<string, string> = { accept: def.produces ?? 'application/json' };
-    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    if (body !== undefined) headers['content-type'] = def.consumes ?? 'application/json';
-    const res = await request(url, {
-      method: route.method,
-      headers,
-      body: body === undefined ? undefined : def.consumes ? (body as Buffer | string | Readable) : JSON.stringify(body),
-    });
+    const headers = this.headers(def);
+    const body = this.body(def, (args as { body?: unknown }).body, headers);
+    const res = await request(this.url(op, args), { method: route.method, headers, body });
     if (def.produces && res.statusCode < 400) {
       const bytes = Buffer.from(await res.body.arrayBuffer());
       return { status: res.statusCode, headers: res.headers, data: bytes as ResponseOf<K> };
     }
     const text = await res.body.text();
-    if (res.statusCode >= 400) {
-      let parsed: ErrorBody;
-      try {
-        parsed = JSON.parse(text) as ErrorBody;
-      } catch {
-        parsed = { code: `http_${res.statusCode}`, message: text.slice(0, 500) || `HTTP ${res.statusCode}` };
-      }
-      throw new ApiCallError(res.statusCode, parsed);
-    }
+    if (res.statusCode >= 400) throw ApiCallError.fromAnswer(res.statusCode, text);
     // An empty answer of a route with a body is its 204 (an acquire that timed out): null.
     const data = (text ? JSON.parse(text) : route.success.body ? null : undefined) as ResponseOf<K>;
     return { status: res.statusCode, headers: res.headers, data };
+  }
+
+  /**
+   * A bodiless operation's answer as a fetch Response whose body is not read yet: downloads stream
+   * it (cli/progress.ts downloadWithProgress) instead of holding it in memory. Error answers throw.
+   */
+  async open<K extends OperationId>(op: K, args: CallArgs<K>): Promise<Response> {
+    const def: RouteDef = routes[op];
+    const res = await fetch(this.url(op, args), { method: def.method, headers: this.headers(def) });
+    if (!res.ok) throw ApiCallError.fromAnswer(res.status, await res.text());
+    return res;
+  }
+
+  private headers(def: RouteDef): Record<string, string> {
+    const headers: Record<string, string> = { accept: def.produces ?? 'application/json' };
+    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
+    return headers;
+  }
+
+  /** The request body, its content type set in `headers`. */
+  private body(def: RouteDef, body: unknown, headers: Record<string, string>): Buffer | string | Readable | undefined {
+    if (body === undefined) return undefined;
+    if (def.form || body instanceof FormData) {
+      // Encoded by the fetch standard's Response, with its boundary, and streamed: undici's
+      // request() takes only FormData objects of its own package instance.
+      const encoded = new Response(body instanceof FormData ? body : formBody(body as Record<string, unknown>));
+      headers['content-type'] = encoded.headers.get('content-type')!;
+      return Readable.fromWeb(encoded.body! as WebReadableStream);
+    }
+    headers['content-type'] = def.consumes ?? 'application/json';
+    return def.consumes ? (body as Buffer | string | Readable) : JSON.stringify(body);
   }
 }

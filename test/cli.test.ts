@@ -1,10 +1,14 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import type { CliResult as Result } from './helpers/daemon.js';
-import { ROOT, callApi, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { SYSTEM_DEPS } from '../src/system-deps.js';
+import { CLI, ROOT, callApi, cleanEnv, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { installCommand, SYSTEM_DEPS } from '../src/system-deps.js';
 import { isAlive } from '../daemon/browser/procs.js';
 
 const PKG_VERSION: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
@@ -217,7 +221,7 @@ describe('rbrowse CLI', () => {
     ]);
   });
 
-  test('doctor: exit 0 and one line per dependency', async () => {
+  test('doctor: a ✓ checklist, one line per dependency; --json the same checks', async () => {
     const r = await cli(['doctor']);
     assertOk(r, 'doctor');
     const got = lines(out(r));
@@ -226,14 +230,35 @@ describe('rbrowse CLI', () => {
     assert.equal(got.length, names.length, out(r));
     names.forEach((name, i) => {
       const line = got[i]!;
-      assert.ok(line.startsWith('ok '), `not ok: ${line}`);
-      assert.equal(line.slice(2).trim().startsWith(name), true, `line ${i} is not about ${name}: ${line}`);
+      assert.ok(line.startsWith('✓ '), `not ✓: ${line}`);
+      assert.equal(line.slice(2).startsWith(`${name} `), true, `line ${i} is not about ${name}: ${line}`);
     });
-    assert.doesNotMatch(out(r), /MISSING/);
+    assert.doesNotMatch(out(r), /✗|fix:/);
+    const json = parseJson<{ name: string; state: string; detail: string }[]>(await cli(['doctor', '--json']), 'doctor --json');
+    assert.deepEqual(json.map((c) => [c.name, c.state]), names.map((n) => [n, 'ok']));
+    for (const c of json.filter((x) => SYSTEM_DEPS.some((d) => d.name === x.name))) assert.ok(got.some((l) => l.endsWith(c.detail)), `${c.detail} not in the checklist`);
+  });
+
+  test('doctor: a missing dependency is a ✗ line with its fix, and exit 1', async () => {
+    // A Chromium path that does not exist makes the chromium check fail, as on a machine without it.
+    const r = await cli(['doctor'], { RBROWSE_CHROMIUM: '/nonexistent/chromium' });
+    assert.equal(r.exitCode, 1, out(r));
+    const got = lines(out(r));
+    const i = got.findIndex((l) => l.startsWith('✗ chromium '));
+    assert.ok(i >= 0, out(r));
+    assert.match(got[i]!, /needed for the browser of every session/);
+    const fix = installCommand([SYSTEM_DEPS.find((dep) => dep.name === 'chromium')!]);
+    assert.ok(fix.includes('apt-get install -y chromium'), fix);
+    assert.equal(got[i + 1]!.trim(), `fix: ${fix}`);
+    assert.ok(out(r).endsWith(`install everything missing with:\n  ${fix}`), out(r));
+    const jr = await cli(['doctor', '--json'], { RBROWSE_CHROMIUM: '/nonexistent/chromium' });
+    assert.equal(jr.exitCode, 1);
+    const json = JSON.parse(out(jr)) as { name: string }[];
+    assert.deepEqual(json.find((c) => c.name === 'chromium'), { name: 'chromium', state: 'missing', detail: 'needed for the browser of every session', fix });
   });
 
   test('create / get / ls -q / rm round trip', async () => {
-    const created = await cli(['create', '--headless', '--viewport', '1024x768', '--timeout', '30', '--json']);
+    const created = await cli(['create', '--headless', '--viewport', '1024x768', '--timeout-seconds', '30', '--json']);
     const s = parseJson(created, 'create --json');
     const id: string = s.session_id;
     assert.match(id, ID_RE);
@@ -316,7 +341,7 @@ describe('rbrowse CLI', () => {
     assert.deepEqual(lines(out(lsDeleted)).slice(0, 2), [id2, id]);
   });
 
-  test('errors: server validation, not found, local argument errors', async () => {
+  test('errors: server validation and not found exit 1, usage errors exit 2', async () => {
     const badViewport = await cli(['create', '--headless', '--viewport', '123x45']);
     assert.equal(badViewport.exitCode, 1);
     assert.equal(out(badViewport), '');
@@ -331,23 +356,193 @@ describe('rbrowse CLI', () => {
     assert.match(err(missing), /nosuchid/);
 
     const local = await cli(['create', '--viewport', 'abc']);
-    assert.notEqual(local.exitCode, 0);
+    assert.equal(local.exitCode, 2);
     assert.equal(out(local), '');
     assert.match(err(local), /viewport/);
     assert.match(err(local), /abc/);
     assert.doesNotMatch(err(local), /bad_request/, 'a local argument error must not reach the server');
 
-    const badTimeout = await cli(['create', '--timeout', 'soon']);
-    assert.notEqual(badTimeout.exitCode, 0);
-    assert.match(err(badTimeout), /timeout/);
+    const badTimeout = await cli(['create', '--timeout-seconds', 'soon']);
+    assert.equal(badTimeout.exitCode, 2);
+    assert.match(err(badTimeout), /timeout-seconds/);
 
     const unknown = await cli(['frobnicate']);
-    assert.notEqual(unknown.exitCode, 0);
+    assert.equal(unknown.exitCode, 2);
     assert.match(err(unknown), /frobnicate/);
+    assert.match(err(unknown), /rbrowse --help/);
+
+    const unknownOption = await cli(['ls', '--frob']);
+    assert.equal(unknownOption.exitCode, 2);
+    assert.match(err(unknownOption), /--frob/);
+
+    const missingArg = await cli(['browsers', 'get']);
+    assert.equal(missingArg.exitCode, 2);
+    assert.match(err(missingArg), /missing required argument/);
+
+    // Help is not an error.
+    const help = await cli(['pools', 'acquire', '--help']);
+    assertOk(help, 'pools acquire --help');
+    assert.match(out(help), /Example:\n {2}rbrowse pools acquire ci/);
 
     // None of these created a session.
     const list = await daemon.api('GET', '/browsers');
     assert.deepEqual(list.body, []);
+  });
+
+  test('ls -q | xargs rbrowse rm, as a shell runs it; rm goes on past a bad id and exits 1', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(parseJson(await cli(['create', '--headless', '--json']), 'create').session_id);
+    assert.deepEqual(lines(out(await cli(['ls', '-q']))).sort(), [...ids].sort());
+    const pipeline = await execa('sh', ['-c', `"${CLI}" ls -q | xargs "${CLI}" rm`], { env: daemon.env, extendEnv: false, reject: false });
+    assert.equal(pipeline.exitCode, 0, pipeline.stderr);
+    assert.deepEqual(lines(pipeline.stdout).sort(), [...ids].sort());
+    assert.deepEqual((await daemon.api('GET', '/browsers')).body, []);
+
+    const keep = parseJson(await cli(['create', '--headless', '--json']), 'create').session_id as string;
+    const mixed = await cli(['rm', 'nosuchid', keep]);
+    assert.equal(mixed.exitCode, 1);
+    assert.match(err(mixed), /not_found: .*nosuchid/);
+    assert.deepEqual(lines(out(mixed)), [keep], 'the good id is deleted although an earlier one failed');
+    assert.equal((await daemon.api('GET', `/browsers/${keep}`)).status, 404);
+
+    // Every page: more sessions than one page of the API (limit 2 here) are all listed.
+    const many: string[] = [];
+    for (let i = 0; i < 3; i++) many.push(parseJson(await cli(['create', '--headless', '--json']), 'create').session_id);
+    assert.equal(lines(out(await cli(['ls', '-q', '--limit', '2']))).length, 2);
+    assert.deepEqual(lines(out(await cli(['ls', '-q']))), [...many].reverse());
+    assertOk(await cli(['rm', ...many]), 'rm');
+  });
+
+  test('--json prints the API objects: pools, files, mouse, keys', async () => {
+    const pool = parseJson(
+      await cli(['pools', 'create', '--name', 'cli-json', '--size', '1', '--headless', '--fill-rate-per-minute', '100', '--wait', '--json']),
+      'pools create --wait --json',
+    );
+    try {
+      assert.equal(pool.available_count, 1, 'pools create --wait returns once the pool is full');
+      assert.deepEqual(pool, (await daemon.api('GET', `/browser_pools/${pool.id}`)).body);
+      assert.deepEqual(parseJson(await cli(['pools', 'get', 'cli-json', '--json']), 'pools get'), (await daemon.api('GET', `/browser_pools/${pool.id}`)).body);
+      assert.deepEqual(parseJson(await cli(['pools', 'ls', '--json']), 'pools ls'), (await daemon.api('GET', '/browser_pools')).body);
+      assert.deepEqual(lines(out(await cli(['pools', 'ls', '-q']))), [pool.id]);
+      const session = parseJson(await cli(['pools', 'acquire', 'cli-json', '--json']), 'pools acquire');
+      assert.deepEqual(session, (await daemon.api('GET', `/browsers/${session.session_id}`)).body);
+      assert.deepEqual(session.pool, { id: pool.id, name: 'cli-json' });
+
+      const id: string = session.session_id;
+      const dir = await mkdtemp(join(tmpdir(), 'rbrowse-cli-'));
+      try {
+        await writeFile(join(dir, 'a.txt'), 'alpha\n');
+        await writeFile(join(dir, 'b.bin'), Buffer.from([0, 1, 2, 255]));
+        assertOk(await cli(['fs', 'mkdir', id, '/home/kernel/work']), 'fs mkdir');
+        assertOk(await cli(['fs', 'put', id, join(dir, 'a.txt'), '/home/kernel/work/a.txt']), 'fs put');
+        assertOk(await cli(['fs', 'upload', id, `${join(dir, 'b.bin')}:/home/kernel/work/sub/b.bin`, `${join(dir, 'a.txt')}:/tmp/a2.txt`]), 'fs upload');
+        const listed = parseJson(await cli(['fs', 'ls', id, '/home/kernel/work', '--json']), 'fs ls --json');
+        assert.deepEqual(listed, (await daemon.api('GET', `/browsers/${id}/fs/list_files?path=/home/kernel/work`)).body);
+        assert.deepEqual(listed.map((f: { name: string }) => f.name).sort(), ['a.txt', 'sub']);
+        assert.deepEqual(lines(out(await cli(['fs', 'ls', id, '/home/kernel/work', '-q']))).sort(), ['/home/kernel/work/a.txt', '/home/kernel/work/sub']);
+        const info = parseJson(await cli(['fs', 'stat', id, '/home/kernel/work/sub/b.bin', '--json']), 'fs stat --json');
+        assert.deepEqual(info, (await daemon.api('GET', `/browsers/${id}/fs/file_info?path=/home/kernel/work/sub/b.bin`)).body);
+        assert.equal(info.size_bytes, 4);
+        assert.equal(out(await cli(['fs', 'cat', id, '/tmp/a2.txt'])), 'alpha');
+        const zip = join(dir, 'work.zip');
+        assertOk(await cli(['fs', 'zip', id, '/home/kernel/work', '-o', zip]), 'fs zip');
+        assert.equal((await readFile(zip)).subarray(0, 2).toString(), 'PK');
+
+        assertOk(await cli(['computer', 'move', id, '--x', '33', '--y', '44']), 'computer move');
+        const pos = parseJson(await cli(['computer', 'position', id, '--json']), 'computer position --json');
+        assert.deepEqual(pos, { x: 33, y: 44 });
+        assert.equal(out(await cli(['computer', 'position', id])), '33 44');
+        assertOk(await cli(['computer', 'press', id, 'Return', 'ctrl+a']), 'computer press');
+        await writeFile(join(dir, 'batch.json'), JSON.stringify([{ type: 'move_mouse', move_mouse: { x: 5, y: 6 } }]));
+        assertOk(await cli(['computer', 'batch', id, join(dir, 'batch.json')]), 'computer batch');
+        assert.deepEqual(parseJson(await cli(['computer', 'position', id, '--json']), 'position'), { x: 5, y: 6 });
+        const badBatch = await cli(['computer', 'batch', id, join(dir, 'a.txt')]);
+        assert.equal(badBatch.exitCode, 2);
+        assert.match(err(badBatch), /not JSON/);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+      assertOk(await cli(['pools', 'release', 'cli-json', id]), 'pools release');
+    } finally {
+      assertOk(await cli(['pools', 'rm', 'cli-json', '--force']), 'pools rm');
+    }
+    const gone = await cli(['pools', 'get', 'cli-json']);
+    assert.equal(gone.exitCode, 1);
+    assert.match(err(gone), /not_found/);
+  });
+
+  test('completion: bash, zsh and fish scripts generated from the commands', async () => {
+    const bash = await cli(['completion', 'bash']);
+    assertOk(bash, 'completion bash');
+    const syntax = await execa('bash', ['-n'], { input: out(bash), reject: false });
+    assert.equal(syntax.exitCode, 0, syntax.stderr);
+    const complete = async (words: string[]) => {
+      const script = `${out(bash)}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _rbrowse; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      const r = await execa('bash', ['-c', script], { reject: false });
+      assert.equal(r.exitCode, 0, r.stderr);
+      return lines(r.stdout).sort();
+    };
+    assert.deepEqual(await complete(['rbrowse', 'pools', 'ac']), ['acquire']);
+    assert.deepEqual(await complete(['rbrowse', 'browsers', 'l']), ['list', 'ls']);
+    assert.deepEqual(await complete(['rbrowse', 'w']), ['watch']);
+    assert.deepEqual(await complete(['rbrowse', 'create', '--timeout-s']), ['--timeout-seconds']);
+    // Aliases lead to their command's words, past options and their values.
+    assert.ok((await complete(['rbrowse', '--api-key', 'k', 'browsers', 'ls', '--'])).includes('--status'));
+    assert.deepEqual(await complete(['rbrowse', 'computer', 'scroll', 'id', '--delta-']), ['--delta-x', '--delta-y']);
+
+    for (const shell of ['zsh', 'fish']) {
+      const r = await cli(['completion', shell]);
+      assertOk(r, `completion ${shell}`);
+      for (const word of ['pools', 'acquire', 'watch', 'completion', 'timeout-seconds', 'fs', 'upload']) assert.ok(out(r).includes(word), `${shell} script lacks ${word}`);
+      assert.ok(!out(r).includes('__operations'), `${shell} script offers the hidden __operations`);
+    }
+    assert.match(out(await cli(['completion', 'zsh'])), /^#compdef rbrowse/);
+    const bad = await cli(['completion', 'tcsh']);
+    assert.equal(bad.exitCode, 2);
+    assert.match(err(bad), /bash, zsh, fish/);
+  });
+
+  test('--base-url / --api-key and KERNEL_BASE_URL / KERNEL_API_KEY reach that server without a local daemon', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'rbrowse-remote-'));
+    try {
+      const env = { ...daemon.env, RBROWSE_HOME: home };
+      const created = await execa(CLI, ['--base-url', daemon.baseUrl, '--api-key', daemon.apiKey, 'create', '--headless', '-q'], { env, extendEnv: false, reject: false });
+      assert.equal(created.exitCode, 0, created.stderr);
+      const id = created.stdout.trim();
+      assert.match(id, ID_RE);
+      const viaEnv = await execa(CLI, ['ls', '--json'], { env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey }, extendEnv: false, reject: false });
+      assert.equal(viaEnv.exitCode, 0, viaEnv.stderr);
+      assert.deepEqual(JSON.parse(viaEnv.stdout), (await daemon.api('GET', '/browsers')).body);
+      const rmR = await execa(CLI, ['rm', id], { env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey }, extendEnv: false, reject: false });
+      assert.equal(rmR.exitCode, 0, rmR.stderr);
+      const wrongKey = await execa(CLI, ['--base-url', daemon.baseUrl, '--api-key', 'nope', 'ls'], { env, extendEnv: false, reject: false });
+      assert.equal(wrongKey.exitCode, 1);
+      assert.match(wrongKey.stderr, /unauthorized/);
+      const unreachable = await execa(CLI, ['--base-url', 'http://127.0.0.1:9', '--api-key', 'k', 'ls'], { env, extendEnv: false, reject: false });
+      assert.equal(unreachable.exitCode, 1);
+      assert.match(unreachable.stderr, /cannot reach the server: .*ECONNREFUSED/);
+      // None of this started a daemon in that home.
+      assert.equal(existsSync(join(home, 'daemon.json')), false, 'a local daemon was started');
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
+  test('a daemon that cannot start says why', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    const home = await mkdtemp(join(tmpdir(), 'rbrowse-blocked-'));
+    try {
+      const r = await execa(CLI, ['ls'], { env: { ...cleanEnv(home), RBROWSE_PORT: String(port) }, extendEnv: false, reject: false });
+      assert.equal(r.exitCode, 1);
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, /the daemon exited during start/);
+      assert.match(r.stderr, /EADDRINUSE/);
+    } finally {
+      blocker.close();
+      await rm(home, { recursive: true, force: true });
+    }
   });
 
   test('non-TTY output has no ANSI escapes', async () => {
@@ -360,6 +555,11 @@ describe('rbrowse CLI', () => {
     await cli(['create', '--viewport', 'abc'], noColor);
     await cli(['browsers', 'get', 'nosuchid'], noColor);
     await cli(['create', '--viewport', '123x45'], noColor);
+    await cli(['completion', 'bash'], noColor);
+    await cli(['watch'], noColor);
+    await cli(['pools', 'ls'], noColor);
+    await cli(['daemon', 'stop'], noColor);
+    daemon.baseUrl = out(await cli(['daemon', 'start'], noColor)).trim();
     const created = await cli(['create', '--headless'], noColor);
     assertOk(created, 'create --headless');
     const ids = lines(out(await cli(['ls', '-q'], noColor)));

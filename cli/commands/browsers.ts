@@ -4,11 +4,22 @@ import { which } from '../../src/system-deps.js';
 import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
 import { parseViewportArg } from '../../src/viewport.js';
 import { clientFor } from '../context.js';
-import { age, printFields, printJson, printList } from '../output.js';
+import { profileArg, profileSelection } from './profiles.js';
+import { extensionSelections } from './extensions.js';
+import { covers } from '../operations.js';
+import { age, printError, printFields, printJson, printList } from '../output.js';
+import { listPages } from '../paging.js';
+import { withProgress } from '../progress.js';
 
 export function seconds(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n)) throw new InvalidArgumentError('expected whole seconds');
+  return n;
+}
+
+export function count(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number');
   return n;
 }
 
@@ -24,7 +35,7 @@ export function tag(value: string, previous: Record<string, string> = {}) {
   return { ...previous, [value.slice(0, i)]: value.slice(i + 1) };
 }
 
-const viewportText = (s: BrowserSession) =>
+export const viewportText = (s: Pick<BrowserSession, 'viewport'>) =>
   s.viewport ? `${s.viewport.width}x${s.viewport.height}@${s.viewport.refresh_rate}` : '';
 
 export function printSession(s: BrowserSession): void {
@@ -40,6 +51,8 @@ export function printSession(s: BrowserSession): void {
     ['kiosk_mode', s.kiosk_mode],
     ['timeout_seconds', s.timeout_seconds],
     ['proxy_id', s.proxy_id],
+    ['profile', s.profile ? (s.profile.name ?? s.profile.id) : undefined],
+    ['invocation_id', s.invocation_id],
     ['pool', s.pool ? (s.pool.name ?? s.pool.id) : undefined],
     ['tags', s.tags && Object.keys(s.tags).length ? s.tags : undefined],
     ['created_at', s.created_at],
@@ -48,48 +61,66 @@ export function printSession(s: BrowserSession): void {
 
 /** `create` is both `rbrowse create` and `rbrowse browsers create`. */
 export function createCommand(name: string): Command {
-  return new Command(name)
+  const cmd = new Command(name)
     .description('create a browser session')
     .option('--headless', 'run without a display (no live view)')
     .option('--stealth', 'reduce automation tells')
-    .option('--kiosk', 'hide the address bar and tabs in live view')
-    .option('--timeout <seconds>', 'inactivity timeout, 10..259200 (default 60)', seconds)
+    .option('--kiosk-mode', 'hide the address bar and tabs in live view')
+    .addOption(new Option('--kiosk').hideHelp())
+    .option('--timeout-seconds <seconds>', 'inactivity timeout, 10..259200 (default 60)', seconds)
+    .addOption(new Option('--timeout <seconds>').argParser(seconds).hideHelp())
     .option('--viewport <WxH[@R]>', 'one of the supported viewports, e.g. 1024x768', viewport)
     .option('--name <name>', 'a name unique among your active sessions')
     .option('--start-url <url>', 'page to open first')
     .option('--tag <key=value>', 'a tag (repeatable)', tag)
+    .option('--profile <NAME[:save]>', 'load a saved profile (id or name); :save writes changes back when the session ends', profileArg)
+    .option('--extension <name>', 'load an uploaded extension (id or name; repeatable, up to 20)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--proxy <id>', 'route the traffic through this proxy (rbrowse proxies create)')
     .option('--json', 'print the API object')
-    .addHelpText('after', '\nExample:\n  rbrowse create --viewport 1024x768 --timeout 300')
+    .option('-q, --quiet', 'print the session id only')
+    .addHelpText('after', '\nExamples:\n  rbrowse create --viewport 1024x768 --timeout-seconds 300\n  id=$(rbrowse create --headless -q)')
     .action(async (o, cmd: Command) => {
+      const timeout = o.timeoutSeconds ?? o.timeout;
       const body: CreateBrowserBody = {
         ...(o.headless ? { headless: true } : {}),
         ...(o.stealth ? { stealth: true } : {}),
-        ...(o.kiosk ? { kiosk_mode: true } : {}),
-        ...(o.timeout !== undefined ? { timeout_seconds: o.timeout } : {}),
+        ...(o.kioskMode || o.kiosk ? { kiosk_mode: true } : {}),
+        ...(timeout !== undefined ? { timeout_seconds: timeout } : {}),
         ...(o.viewport ? { viewport: o.viewport } : {}),
         ...(o.name ? { name: o.name } : {}),
         ...(o.startUrl ? { start_url: o.startUrl } : {}),
         ...(o.tag ? { tags: o.tag } : {}),
+        ...(o.proxy ? { proxy_id: o.proxy } : {}),
       };
-      const session = await (await clientFor(cmd)).call('createBrowser', { body });
+      const client = await clientFor(cmd);
+      if (o.profile) body.profile = await profileSelection(client, o.profile);
+      if (o.extension) body.extensions = await extensionSelections(client, o.extension);
+      const session = await withProgress(`creating a ${o.headless ? 'headless' : 'headful'} session`, () => client.call('createBrowser', { body }), {
+        quiet: o.json || o.quiet,
+        done: (s, ms) => `created session ${s.session_id} (${(ms / 1000).toFixed(1)} s)`,
+      });
       if (o.json) printJson(session);
+      else if (o.quiet) process.stdout.write(`${session.session_id}\n`);
       else printSession(session);
     });
+  return covers(cmd, 'createBrowser');
 }
 
 export function listCommand(name: string): Command {
-  return new Command(name)
-    .description('list browser sessions')
+  const cmd = new Command(name)
+    .description('list browser sessions (every page, unless --limit or --offset)')
     .addOption(new Option('--status <status>', 'which sessions').choices(['active', 'deleted', 'all']).default('active'))
-    .option('--limit <n>', 'page size, 1..100', (v) => Number(v))
-    .option('--offset <n>', 'skip this many', (v) => Number(v))
+    .option('--query <text>', 'sessions whose id or name contains this')
+    .option('--limit <n>', 'one page of this size, 1..100', count)
+    .option('--offset <n>', 'one page, skipping this many', count)
     .option('--json', 'print the API objects')
     .option('-q, --quiet', 'print session ids only')
-    .addHelpText('after', '\nExample:\n  rbrowse ls -q | xargs rbrowse rm')
+    .addHelpText('after', '\nExamples:\n  rbrowse ls --status all\n  rbrowse ls -q | xargs rbrowse rm')
     .action(async (o, cmd: Command) => {
-      const items = await (await clientFor(cmd)).call('listBrowsers', {
-        query: { status: o.status, limit: o.limit, offset: o.offset },
-      });
+      const client = await clientFor(cmd);
+      const items = await listPages(o, (page) =>
+        client.request('listBrowsers', { query: { status: o.status, ...(o.query ? { query: o.query } : {}), ...page } }),
+      );
       printList(items, o, {
         id: (s) => s.session_id,
         headers: ['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'AGE', 'STATUS'],
@@ -104,32 +135,47 @@ export function listCommand(name: string): Command {
         ],
       });
     });
+  return covers(cmd, 'listBrowsers');
+}
+
+/**
+ * Deletes each of `ids` in turn, printing each one deleted; a failure is reported and the rest
+ * still go, and the command then exits non-zero.
+ */
+export async function deleteEach(ids: string[], remove: (id: string) => Promise<unknown>): Promise<void> {
+  for (const id of ids) {
+    try {
+      await remove(id);
+      process.stdout.write(`${id}\n`);
+    } catch (err) {
+      printError(err);
+      process.exitCode = 1;
+    }
+  }
 }
 
 export function deleteCommand(name: string): Command {
-  return new Command(name)
+  const cmd = new Command(name)
     .description('delete browser sessions (by id or name)')
     .argument('<ids...>', 'session ids or names')
-    .addHelpText('after', '\nExample:\n  rbrowse rm k0ahd3fvbqzs5lqgtjfnh4ke')
+    .addHelpText('after', '\nExamples:\n  rbrowse rm k0ahd3fvbqzs5lqgtjfnh4ke my-session\n  rbrowse ls -q | xargs rbrowse rm')
     .action(async (ids: string[], _o, cmd: Command) => {
       const client = await clientFor(cmd);
-      for (const id of ids) {
-        await client.call('deleteBrowser', { params: { id } });
-        process.stdout.write(`${id}\n`);
-      }
+      await deleteEach(ids, (id) => client.call('deleteBrowser', { params: { id } }));
     });
+  return covers(cmd, 'deleteBrowser');
 }
 
 export function browsersCommand(): Command {
   const browsers = new Command('browsers').description('browser sessions');
   browsers.addCommand(createCommand('create'));
   browsers.addCommand(listCommand('list').alias('ls'));
-  browsers
-    .command('get')
+  covers(browsers.command('get'), 'getBrowser')
     .description('show one session')
     .argument('<id>', 'session id or name')
     .option('--include-deleted', 'also find deleted sessions')
     .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse browsers get my-session --json')
     .action(async (id: string, o, cmd: Command) => {
       const s = await (await clientFor(cmd)).call('getBrowser', {
         params: { id },
@@ -138,12 +184,13 @@ export function browsersCommand(): Command {
       if (o.json) printJson(s);
       else printSession(s);
     });
-  browsers
-    .command('update')
+  covers(browsers.command('update'), 'updateBrowser')
     .description('update a session')
     .argument('<id>', 'session id or name')
     .option('--proxy-id <id>', 'route through this proxy ("" removes it)')
     .option('--name <name>', 'rename ("" removes the name)')
+    .option('--tag <key=value>', 'replace the tags with these (repeatable)', tag)
+    .option('--no-tags', 'remove every tag')
     .option('--viewport <WxH[@R]>', 'resize the screen and window to a supported viewport', viewport)
     .option('--force', 'resize even while live-view viewers are connected')
     .option('--json', 'print the API object')
@@ -154,6 +201,7 @@ export function browsersCommand(): Command {
         body: {
           ...(o.proxyId !== undefined ? { proxy_id: o.proxyId } : {}),
           ...(o.name !== undefined ? { name: o.name === '' ? null : o.name } : {}),
+          ...(o.tag ? { tags: o.tag } : o.tags === false ? { tags: null } : {}),
           ...(o.viewport ? { viewport: { ...o.viewport, ...(o.force ? { force: true } : {}) } } : {}),
         },
       });
@@ -164,13 +212,15 @@ export function browsersCommand(): Command {
   return browsers;
 }
 
-/** Where a desktop browser can be opened: a graphical session with xdg-open. */
-function canOpenBrowser(): boolean {
-  return Boolean((process.env.DISPLAY || process.env.WAYLAND_DISPLAY) && which('xdg-open'));
+/** Opens a URL in a desktop browser where there is one (a graphical session with xdg-open); whether it did. */
+export function openInDesktopBrowser(url: string): boolean {
+  if (!(process.env.DISPLAY || process.env.WAYLAND_DISPLAY) || !which('xdg-open')) return false;
+  spawn('xdg-open', [url], { stdio: 'ignore', detached: true }).unref();
+  return true;
 }
 
 export function liveCommand(): Command {
-  return new Command('live')
+  const cmd = new Command('live')
     .description('print the live view URL of a headful session, and open it in a desktop browser')
     .argument('<id>', 'session id or name')
     .option('--no-open', 'only print the URL')
@@ -181,6 +231,7 @@ export function liveCommand(): Command {
       if (!s.browser_live_view_url) throw new Error(`session ${s.session_id} is headless: it has no live view`);
       const url = o.readOnly ? `${s.browser_live_view_url}&readOnly=true` : s.browser_live_view_url;
       process.stdout.write(`${url}\n`);
-      if (o.open && canOpenBrowser()) spawn('xdg-open', [url], { stdio: 'ignore', detached: true }).unref();
+      if (o.open) openInDesktopBrowser(url);
     });
+  return covers(cmd, 'getBrowser');
 }

@@ -1,13 +1,43 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, openAsBlob } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { Command } from 'commander';
+import { basename } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import type { RbrowseClient } from '../../src/client.js';
+import { apiError } from '../api-error.js';
 import { clientFor } from '../context.js';
-import { age, printFields, printJson, printTable } from '../output.js';
+import { covers } from '../operations.js';
+import { age, printFields, printJson, printList } from '../output.js';
+
+/** `LOCAL:DEST` pairs of `fs upload`. */
+function uploadPair(value: string, previous: { local: string; dest: string }[] = []) {
+  const i = value.lastIndexOf(':');
+  if (i < 1 || !value.slice(i + 1).startsWith('/')) throw new InvalidArgumentError('expected LOCAL_FILE:/absolute/dest/path');
+  return [...previous, { local: value.slice(0, i), dest: value.slice(i + 1) }];
+}
+
+/**
+ * POST .../fs/upload as Kernel's SDKs send it (files[i][file], files[i][dest_path]); fetch's
+ * FormData sets the multipart boundary, which the typed client's raw bodies cannot.
+ */
+async function upload(client: RbrowseClient, id: string, files: { local: string; dest: string }[]): Promise<void> {
+  const form = new FormData();
+  for (const [i, f] of files.entries()) {
+    form.append(`files[${i}][file]`, await openAsBlob(f.local), basename(f.local));
+    form.append(`files[${i}][dest_path]`, f.dest);
+  }
+  const res = await fetch(new URL(`/browsers/${encodeURIComponent(id)}/fs/upload`, client.baseUrl), {
+    method: 'POST',
+    headers: client.apiKey ? { authorization: `Bearer ${client.apiKey}` } : {},
+    body: form,
+  });
+  if (!res.ok) throw apiError(res.status, await res.text());
+  await res.body?.cancel();
+}
 
 /** `rbrowse fs ...`: the filesystem API, with paths as the session's browser sees them. */
 export function fsCommand(): Command {
   const fs = new Command('fs').description("files inside a session (/home/kernel and /tmp are the session's own)");
-  fs.command('mkdir')
+  covers(fs.command('mkdir'), 'fsCreateDirectory')
     .description('create a directory (recursive, idempotent)')
     .argument('<id>', 'session id or name')
     .argument('<path>', 'absolute path')
@@ -16,29 +46,32 @@ export function fsCommand(): Command {
     .action(async (id: string, path: string, o, cmd: Command) => {
       await (await clientFor(cmd)).call('fsCreateDirectory', { params: { id }, body: { path, mode: o.mode } });
     });
-  fs.command('rmdir')
+  covers(fs.command('rmdir'), 'fsDeleteDirectory')
     .description('delete a directory recursively (no error when missing)')
     .argument('<id>', 'session id or name')
     .argument('<path>', 'absolute path')
+    .addHelpText('after', '\nExample:\n  rbrowse fs rmdir my-session /home/kernel/work')
     .action(async (id: string, path: string, _o, cmd: Command) => {
       await (await clientFor(cmd)).call('fsDeleteDirectory', { params: { id }, body: { path } });
     });
-  fs.command('rm')
+  covers(fs.command('rm'), 'fsDeleteFile')
     .description('delete a file')
     .argument('<id>', 'session id or name')
     .argument('<path>', 'absolute path')
+    .addHelpText('after', '\nExample:\n  rbrowse fs rm my-session /tmp/data.csv')
     .action(async (id: string, path: string, _o, cmd: Command) => {
       await (await clientFor(cmd)).call('fsDeleteFile', { params: { id }, body: { path } });
     });
-  fs.command('mv')
+  covers(fs.command('mv'), 'fsMove')
     .description('move or rename')
     .argument('<id>', 'session id or name')
     .argument('<src>', 'absolute source path')
     .argument('<dest>', 'absolute destination path')
+    .addHelpText('after', '\nExample:\n  rbrowse fs mv my-session /tmp/a.txt /home/kernel/a.txt')
     .action(async (id: string, src: string, dest: string, _o, cmd: Command) => {
       await (await clientFor(cmd)).call('fsMove', { params: { id }, body: { src_path: src, dest_path: dest } });
     });
-  fs.command('chmod')
+  covers(fs.command('chmod'), 'fsSetFilePermissions')
     .description('set permissions (owner and group best-effort)')
     .argument('<id>', 'session id or name')
     .argument('<mode>', 'octal mode, e.g. 644')
@@ -52,38 +85,42 @@ export function fsCommand(): Command {
         body: { path, mode, ...(o.owner ? { owner: o.owner } : {}), ...(o.group ? { group: o.group } : {}) },
       });
     });
-  fs.command('ls')
+  covers(fs.command('ls'), 'fsListFiles')
     .description('list a directory')
     .argument('<id>', 'session id or name')
     .argument('[path]', 'absolute path', '/home/kernel')
     .option('--json', 'print the API objects')
+    .option('-q, --quiet', 'print paths only')
+    .addHelpText('after', '\nExample:\n  rbrowse fs ls my-session /home/kernel/Downloads')
     .action(async (id: string, path: string, o, cmd: Command) => {
       const files = await (await clientFor(cmd)).call('fsListFiles', { params: { id }, query: { path } });
-      if (o.json) return printJson(files);
-      printTable(
-        ['MODE', 'SIZE', 'MODIFIED', 'NAME'],
-        files.map((f) => [f.mode, String(f.size_bytes), `${age(f.mod_time)} ago`, f.is_dir ? `${f.name}/` : f.name]),
-      );
+      printList(files, o, {
+        id: (f) => f.path,
+        headers: ['MODE', 'SIZE', 'MODIFIED', 'NAME'],
+        row: (f) => [f.mode, String(f.size_bytes), `${age(f.mod_time)} ago`, f.is_dir ? `${f.name}/` : f.name],
+      });
     });
-  fs.command('stat')
+  covers(fs.command('stat'), 'fsFileInfo')
     .description('information about a file or directory')
     .argument('<id>', 'session id or name')
     .argument('<path>', 'absolute path')
     .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse fs stat my-session /home/kernel/Downloads --json')
     .action(async (id: string, path: string, o, cmd: Command) => {
       const f = await (await clientFor(cmd)).call('fsFileInfo', { params: { id }, query: { path } });
       if (o.json) printJson(f);
       else printFields(Object.entries(f));
     });
-  fs.command('cat')
+  covers(fs.command('cat'), 'fsReadFile')
     .description("print a file's bytes")
     .argument('<id>', 'session id or name')
     .argument('<path>', 'absolute path')
+    .addHelpText('after', '\nExample:\n  rbrowse fs cat my-session /tmp/notes.txt')
     .action(async (id: string, path: string, _o, cmd: Command) => {
       const bytes = await (await clientFor(cmd)).call('fsReadFile', { params: { id }, query: { path } });
       process.stdout.write(bytes as Buffer);
     });
-  fs.command('get')
+  covers(fs.command('get'), 'fsReadFile')
     .description('download a file')
     .argument('<id>', 'session id or name')
     .argument('<path>', 'absolute path in the session')
@@ -93,7 +130,7 @@ export function fsCommand(): Command {
       const bytes = await (await clientFor(cmd)).call('fsReadFile', { params: { id }, query: { path } });
       await writeFile(o.output, bytes as Buffer);
     });
-  fs.command('put')
+  covers(fs.command('put'), 'fsWriteFile')
     .description('upload a local file')
     .argument('<id>', 'session id or name')
     .argument('<file>', 'local file')
@@ -106,6 +143,24 @@ export function fsCommand(): Command {
         query: { path, ...(o.mode ? { mode: o.mode } : {}) },
         body: createReadStream(file),
       });
+    });
+  covers(fs.command('upload'), 'fsUpload')
+    .description('upload local files in one multipart request (parents are created)')
+    .argument('<id>', 'session id or name')
+    .argument('<files...>', 'LOCAL_FILE:/absolute/dest/path pairs', uploadPair)
+    .addHelpText('after', '\nExample:\n  rbrowse fs upload my-session ./a.csv:/tmp/a.csv ./b.png:/home/kernel/b.png')
+    .action(async (id: string, files: { local: string; dest: string }[], _o, cmd: Command) => {
+      await upload(await clientFor(cmd), id, files);
+    });
+  covers(fs.command('zip'), 'fsDownloadDirZip')
+    .description("download a zip of a directory's contents")
+    .argument('<id>', 'session id or name')
+    .argument('<path>', 'absolute path of the directory')
+    .requiredOption('-o, --output <file>', 'local zip file to write')
+    .addHelpText('after', '\nExample:\n  rbrowse fs zip my-session /home/kernel/Downloads -o downloads.zip')
+    .action(async (id: string, path: string, o, cmd: Command) => {
+      const bytes = await (await clientFor(cmd)).call('fsDownloadDirZip', { params: { id }, query: { path } });
+      await writeFile(o.output, bytes as Buffer);
     });
   return fs;
 }

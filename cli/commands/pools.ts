@@ -1,10 +1,12 @@
 import { Command } from 'commander';
 import type { BrowserPool, CreatePoolBody, UpdatePoolBody } from '../../src/api/schemas.js';
+import type { RbrowseClient } from '../../src/client.js';
 import { clientFor } from '../context.js';
+import { covers } from '../operations.js';
 import { printFields, printJson, printList } from '../output.js';
-import { printSession, seconds, tag, viewport } from './browsers.js';
-
-const count = (value: string) => seconds(value);
+import { listPages } from '../paging.js';
+import { waitWithProgress } from '../progress.js';
+import { count, deleteEach, printSession, seconds, tag, viewport } from './browsers.js';
 
 /** The configuration options create and update share, named after the API fields. */
 function withConfigOptions(cmd: Command, update: boolean): Command {
@@ -65,29 +67,41 @@ function printPool(p: BrowserPool): void {
 
 const show = (o: { json?: boolean }, p: BrowserPool) => (o.json ? printJson(p) : printPool(p));
 
+/** --wait: until every browser of the pool is idle and ready, with a bar on a terminal. */
+async function waitFilled(client: RbrowseClient, pool: BrowserPool, o: { json?: boolean }): Promise<BrowserPool> {
+  return waitWithProgress(
+    `filling pool ${pool.name ?? pool.id}`,
+    () => client.call('getPool', { params: { id: pool.id } }),
+    (p) => ({ done: p.available_count, total: p.browser_pool_config.size - p.acquired_count }),
+    { quiet: o.json, done: (p, ms) => `pool ${p.name ?? p.id} has ${p.available_count} browsers ready (${(ms / 1000).toFixed(1)} s)` },
+  );
+}
+
 export function poolsCommand(): Command {
   const pools = new Command('pools').description('browser pools: pre-created browsers, acquired in milliseconds');
-  withConfigOptions(pools.command('create').description('create a pool; it fills in the background'), false)
-    .addHelpText('after', '\nExample:\n  rbrowse pools create --name ci --size 3 --headless --fill-rate-per-minute 100')
+  withConfigOptions(covers(pools.command('create'), 'createPool').description('create a pool; it fills in the background'), false)
+    .option('--wait', 'wait until the pool is full (a progress bar on a terminal)')
+    .addHelpText('after', '\nExample:\n  rbrowse pools create --name ci --size 3 --headless --fill-rate-per-minute 100 --wait')
     .action(async (o, cmd: Command) => {
       if (o.size === undefined) cmd.error('error: --size is required');
       const body = configBody(o) as CreatePoolBody;
-      show(o, await (await clientFor(cmd)).call('createPool', { body }));
+      const client = await clientFor(cmd);
+      const pool = await client.call('createPool', { body });
+      show(o, o.wait ? await waitFilled(client, pool, o) : pool);
     });
-  pools
-    .command('list')
+  covers(pools.command('list'), 'listPools')
     .alias('ls')
     .description('list pools')
     .option('--name <name>', 'only the pool of this name')
     .option('--query <text>', 'pools whose name contains this (or whose id is this)')
-    .option('--limit <n>', 'page size, 1..100', count)
-    .option('--offset <n>', 'skip this many', count)
+    .option('--limit <n>', 'one page of this size, 1..100', count)
+    .option('--offset <n>', 'one page, skipping this many', count)
     .option('--json', 'print the API objects')
     .option('-q, --quiet', 'print pool ids only')
+    .addHelpText('after', '\nExamples:\n  rbrowse pools ls\n  rbrowse pools ls -q | xargs rbrowse pools rm --force')
     .action(async (o, cmd: Command) => {
-      const items = await (await clientFor(cmd)).call('listPools', {
-        query: { name: o.name, query: o.query, limit: o.limit, offset: o.offset },
-      });
+      const client = await clientFor(cmd);
+      const items = await listPages(o, (page) => client.request('listPools', { query: { name: o.name, query: o.query, ...page } }));
       printList(items, o, {
         id: (p) => p.id,
         headers: ['POOL', 'NAME', 'SIZE', 'AVAILABLE', 'ACQUIRED', 'MODE', 'LAST ERROR'],
@@ -102,40 +116,42 @@ export function poolsCommand(): Command {
         ],
       });
     });
-  pools
-    .command('get')
+  covers(pools.command('get'), 'getPool')
     .description('show one pool')
     .argument('<pool>', 'pool id or name')
     .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse pools get ci --json')
     .action(async (pool: string, o, cmd: Command) => show(o, await (await clientFor(cmd)).call('getPool', { params: { id: pool } })));
-  withConfigOptions(pools.command('update').description('change a pool; new browsers use the new configuration'), true)
+  withConfigOptions(covers(pools.command('update'), 'updatePool').description('change a pool; new browsers use the new configuration'), true)
     .argument('<pool>', 'pool id or name')
     .option('--discard-all-idle', 'replace the idle browsers now')
-    .addHelpText('after', '\nExample:\n  rbrowse pools update ci --size 5 --discard-all-idle')
+    .option('--wait', 'then wait until the pool is full again')
+    .addHelpText('after', '\nExample:\n  rbrowse pools update ci --size 5 --discard-all-idle --wait')
     .action(async (pool: string, o, cmd: Command) => {
       const body = { ...configBody(o), ...(o.discardAllIdle ? { discard_all_idle: true } : {}) };
-      show(o, await (await clientFor(cmd)).call('updatePool', { params: { id: pool }, body }));
+      const client = await clientFor(cmd);
+      const updated = await client.call('updatePool', { params: { id: pool }, body });
+      show(o, o.wait ? await waitFilled(client, updated, o) : updated);
     });
-  pools
-    .command('delete')
+  covers(pools.command('delete'), 'deletePool')
     .alias('rm')
-    .description('delete a pool and its browsers')
-    .argument('<pool>', 'pool id or name')
+    .description('delete pools and their browsers')
+    .argument('<pools...>', 'pool ids or names')
     .option('--force', 'also end browsers that are acquired')
-    .action(async (pool: string, o, cmd: Command) => {
-      await (await clientFor(cmd)).call('deletePool', { params: { id: pool }, body: { force: Boolean(o.force) } });
-      process.stdout.write(`${pool}\n`);
+    .addHelpText('after', '\nExample:\n  rbrowse pools rm ci --force')
+    .action(async (ids: string[], o, cmd: Command) => {
+      const client = await clientFor(cmd);
+      await deleteEach(ids, (id) => client.call('deletePool', { params: { id }, body: { force: Boolean(o.force) } }));
     });
-  pools
-    .command('flush')
+  covers(pools.command('flush'), 'flushPool')
     .description('end the idle browsers of a pool (it refills)')
     .argument('<pool>', 'pool id or name')
+    .addHelpText('after', '\nExample:\n  rbrowse pools flush ci')
     .action(async (pool: string, _o, cmd: Command) => {
       await (await clientFor(cmd)).call('flushPool', { params: { id: pool } });
       process.stdout.write(`${pool}\n`);
     });
-  pools
-    .command('acquire')
+  covers(pools.command('acquire'), 'acquirePool')
     .description('lease a browser of the pool; prints its session id and CDP URL')
     .argument('<pool>', 'pool id or name')
     .option('--acquire-timeout-seconds <seconds>', 'how long to wait (default: the time to fill the pool)', count)
@@ -160,12 +176,12 @@ export function poolsCommand(): Command {
       if (o.json) printJson(session);
       else printSession(session);
     });
-  pools
-    .command('release')
+  covers(pools.command('release'), 'releasePool')
     .description('give an acquired browser back to its pool')
     .argument('<pool>', 'pool id or name')
     .argument('<session_id>', 'the acquired session')
     .option('--no-reuse', 'end the browser; the pool makes a new one')
+    .addHelpText('after', '\nExample:\n  rbrowse pools release ci k0ahd3fvbqzs5lqgtjfnh4ke --no-reuse')
     .action(async (pool: string, sessionId: string, o, cmd: Command) => {
       await (await clientFor(cmd)).call('releasePool', {
         params: { id: pool },

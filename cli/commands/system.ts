@@ -4,8 +4,10 @@ import { baseUrlFor, DEFAULT_HOST, defaultPort } from '../../src/config.js';
 import { RbrowseClient } from '../../src/client.js';
 import { checkSystemDeps, installCommand } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
-import { readDaemonInfo, runningDaemon, startDaemon, stopDaemon } from '../daemon-control.js';
-import { printJson } from '../output.js';
+import { readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-control.js';
+import { covers } from '../operations.js';
+import { printCheck, printJson } from '../output.js';
+import { animated, startDaemonWithProgress, withProgress } from '../progress.js';
 import { Sandbox } from '../../daemon/sandbox/sandbox.js';
 
 function port(value: string): number {
@@ -29,20 +31,23 @@ export function daemonCommand(): Command {
         await runDaemon({ host: o.host, port: o.port });
         return;
       }
-      const info = await startDaemon({ host: o.host, port: o.port });
+      const info = await startDaemonWithProgress({ host: o.host, port: o.port });
       process.stdout.write(`${info.base_url}\n`);
     });
   daemon
     .command('stop')
     .description('stop the daemon, closing every session gracefully')
+    .addHelpText('after', '\nExample:\n  rbrowse daemon stop')
     .action(async () => {
-      const { wasRunning, pid } = await stopDaemon();
-      process.stderr.write(wasRunning ? `stopped daemon (pid ${pid})\n` : 'daemon was not running\n');
+      const said = (r: { wasRunning: boolean; pid?: number }) => (r.wasRunning ? `stopped daemon (pid ${r.pid})` : 'daemon was not running');
+      const result = await withProgress('stopping the daemon (closing every session)', () => stopDaemon(), { done: said });
+      // On a terminal the progress line already said it.
+      if (!animated()) process.stderr.write(`${said(result)}\n`);
     });
-  daemon
-    .command('status')
-    .description('is the daemon running?')
+  covers(daemon.command('status'), 'health')
+    .description('is the daemon running? (asks its /health)')
     .option('--json', 'print {"running", "pid", "base_url"}')
+    .addHelpText('after', '\nExit status 3 when it is not running.\n\nExample:\n  rbrowse daemon status --json')
     .action(async (o) => {
       const info = await runningDaemon();
       const status = {
@@ -62,20 +67,22 @@ export function authCommand(): Command {
   auth
     .command('token')
     .description("print the default organization's API key")
+    .addHelpText('after', '\nExample:\n  curl -H "Authorization: Bearer $(rbrowse auth token)" http://127.0.0.1:7331/browsers')
     .action(async () => {
-      await startDaemon();
+      await startDaemonWithProgress();
       process.stdout.write(`${localKey()}\n`);
     });
-  auth
-    .command('create-key')
+  covers(auth.command('create-key'), 'adminCreateKey')
     .description('print a new API key for an organization (created when missing)')
     .requiredOption('--org <name>', 'organization name')
+    .option('--json', 'print the API object ({org_id, org, key})')
     .addHelpText('after', '\nExample:\n  rbrowse auth create-key --org team-a')
     .action(async (o) => {
-      const info = await startDaemon();
+      const info = await startDaemonWithProgress();
       const admin = new RbrowseClient(info.base_url, adminToken());
       const created = await admin.call('adminCreateKey', { body: { org: o.org } });
-      process.stdout.write(`${created.key}\n`);
+      if (o.json) printJson(created);
+      else process.stdout.write(`${created.key}\n`);
     });
   return auth;
 }
@@ -85,44 +92,70 @@ export function envCommand(): Command {
     .description('print KERNEL_BASE_URL and KERNEL_API_KEY exports for the Kernel SDKs and CLI')
     .addHelpText('after', '\nExample:\n  eval "$(rbrowse env)"')
     .action(async () => {
-      const info = await startDaemon();
+      const info = await startDaemonWithProgress();
       process.stdout.write(`export KERNEL_BASE_URL=${info.base_url}\nexport KERNEL_API_KEY=${localKey()}\n`);
     });
 }
 
+interface Check {
+  name: string;
+  state: 'ok' | 'missing' | 'warning';
+  /** Where it was found, or what it is needed for. */
+  detail: string;
+  /** The command or step that fixes it. */
+  fix?: string;
+}
+
+/** Everything the daemon needs from this machine, as ✓ / ✗ / ! checks. */
+function doctorChecks(): Check[] {
+  const checks: Check[] = checkSystemDeps().map(({ dep, path }) =>
+    path
+      ? { name: dep.name, state: 'ok', detail: path }
+      : { name: dep.name, state: 'missing', detail: `needed for ${dep.why}`, fix: installCommand([dep]) },
+  );
+  // Present is not enough for bubblewrap: it needs root or unprivileged user namespaces.
+  if (checks.some((c) => c.name === 'bwrap' && c.state === 'ok')) {
+    checks.push(
+      Sandbox.detect({ hide: [], log: () => {} }).enabled
+        ? { name: 'sandbox', state: 'ok', detail: 'bubblewrap runs: each session gets its own mount namespace' }
+        : {
+            name: 'sandbox',
+            state: 'warning',
+            detail: 'bubblewrap cannot run here (no root, no unprivileged user namespaces): sessions fall back to a per-session root without a namespace (see README)',
+            fix: 'run as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)',
+          },
+    );
+  }
+  const nodeOk = Number(process.versions.node.split('.')[0]) >= 24;
+  checks.push({
+    name: 'node',
+    state: nodeOk ? 'ok' : 'missing',
+    detail: `${process.execPath} (v${process.versions.node})`,
+    ...(nodeOk ? {} : { fix: 'run `npm ci` so node_modules/.bin/node (Node 24) is used' }),
+  });
+  return checks;
+}
+
 export function doctorCommand(): Command {
   return new Command('doctor')
-    .description('check the system packages the daemon needs')
+    .description('check the system packages the daemon needs: a ✓ / ✗ checklist with the fix for each problem')
     .option('--install', 'install what is missing with apt-get')
+    .option('--json', 'print the checks as [{name, state, detail, fix?}]')
+    .addHelpText('after', '\nExit status 1 when something is missing.\n\nExamples:\n  rbrowse doctor\n  sudo rbrowse doctor --install')
     .action(async (o) => {
-      let statuses = checkSystemDeps();
-      let missing = statuses.filter((s) => !s.path).map((s) => s.dep);
-      if (missing.length && o.install) {
-        const cmd = installCommand(missing);
+      const missingDeps = () => checkSystemDeps().filter((st) => !st.path).map((st) => st.dep);
+      if (o.install && missingDeps().length) {
+        const cmd = installCommand(missingDeps());
         process.stderr.write(`$ ${cmd}\n`);
         const r = spawnSync('sh', ['-c', cmd], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
         if (r.status !== 0) process.stderr.write(`install failed (exit ${r.status})\n`);
-        statuses = checkSystemDeps();
-        missing = statuses.filter((s) => !s.path).map((s) => s.dep);
       }
-      for (const { dep, path } of statuses) {
-        process.stdout.write(`${path ? 'ok     ' : 'MISSING'}  ${dep.name.padEnd(11)} ${path ?? `needed for ${dep.why}: ${installCommand([dep])}`}\n`);
-      }
-      // Present is not enough for bubblewrap: it needs root or unprivileged user namespaces.
-      if (statuses.some((st) => st.dep.name === 'bwrap' && st.path)) {
-        const sandbox = Sandbox.detect({ hide: [], log: () => {} });
-        process.stdout.write(
-          sandbox.enabled
-            ? `ok       ${'sandbox'.padEnd(11)} bubblewrap runs: each session gets its own mount namespace\n`
-            : `WARNING  ${'sandbox'.padEnd(11)} bubblewrap cannot run here (no root, no unprivileged user namespaces): sessions fall back to a per-session root without a namespace (see README)\n`,
-        );
-      }
-      const nodeMajor = Number(process.versions.node.split('.')[0]);
-      process.stdout.write(`${nodeMajor >= 24 ? 'ok     ' : 'MISSING'}  ${'node'.padEnd(11)} ${process.execPath} (v${process.versions.node})${nodeMajor >= 24 ? '' : ': run `npm ci` so node_modules/.bin/node (Node 24) is used'}\n`);
-      if (missing.length) {
-        process.stdout.write(`\ninstall everything missing with:\n  ${installCommand(missing)}\n`);
-        process.exitCode = 1;
-      } else if (nodeMajor < 24) process.exitCode = 1;
+      const checks = doctorChecks();
+      if (checks.some((c) => c.state === 'missing')) process.exitCode = 1;
+      if (o.json) return printJson(checks);
+      for (const c of checks) printCheck(c.state, c.name, c.fix ? `${c.detail}\n${' '.repeat(14)}fix: ${c.fix}` : c.detail);
+      const missing = missingDeps();
+      if (missing.length) process.stdout.write(`\ninstall everything missing with:\n  ${installCommand(missing)}\n`);
     });
 }
 

@@ -1,12 +1,425 @@
-import type { Store } from '../store.js';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Multipart } from '@fastify/multipart';
+import {
+  REGION,
+  type App,
+  type Deployment,
+  type DeploymentStatus,
+  type ListAppsQuery,
+  type ListDeploymentsQuery,
+} from '../../src/api/deployments.js';
+import { BadRequestError, NotFoundError } from '../../src/errors.js';
+import { newId } from '../../src/ids.js';
+import { extractZip } from '../archive/unzip.js';
+import { killMarked, markedEnv } from '../browser/procs.js';
+import { removeTree } from '../fs-util.js';
+import { EventStream, type StreamEvent } from '../http/sse.js';
+import { paginate, type ListPage } from '../paging.js';
+import type { OrgRecord, Store } from '../store.js';
+import { BuildError, installDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
+import { receiveDeploy } from './deploy-form.js';
+import { EventLog, sinceTime } from './event-log.js';
+import { appBaseEnv } from './harness-command.js';
+
+export interface AppVersionRecord {
+  /** The app version id of GET /apps and app_version_summary events. */
+  id: string;
+  name: string;
+  actions: { name: string }[];
+}
 
 export interface DeploymentRecord {
   id: string;
   org_id: string;
   created_at: string;
+  updated_at?: string;
+  status: DeploymentStatus;
+  status_reason?: string;
+  entrypoint_rel_path: string;
+  version: string;
+  env_vars: Record<string, string>;
+  source_checksum: string;
+  /** What the entrypoint registers; filled when the deployment starts running. */
+  apps: AppVersionRecord[];
 }
 
-/** Deployed app code: unpacked, installed, its apps and actions read. (Issue 7: to be built.) */
+export interface ResolvedAction {
+  deployment_id: string;
+  app_name: string;
+  /** The concrete version label ("latest" already resolved). */
+  version: string;
+  action_name: string;
+  /** Absolute directory of the unpacked, installed app (the child's cwd). */
+  dir: string;
+  /** Absolute path of the entrypoint file. */
+  entrypoint: string;
+  /** entrypoint relative to dir, for ENTRYPOINT_RELPATH. */
+  entrypoint_rel_path: string;
+  env_vars: Record<string, string>;
+}
+
+const TERMINAL: DeploymentStatus[] = ['running', 'failed', 'stopped'];
+/** Build logs kept in memory, for the newest deployments. */
+const MAX_KEPT_LOGS = 100;
+/** Loading an app runs its top-level code: it must not need a real key then (one is given to actions). */
+const LOAD_TIME_API_KEY = 'rbrowse-deploy-inspection';
+
+const now = () => new Date().toISOString();
+
+/**
+ * Deployed app code. A deploy answers `queued` at once; in the background its zip (already
+ * unpacked under `<dir>/<deployment id>/`) gets its dependencies installed, the daemon's
+ * @onkernel/sdk when it has none, and is loaded once in a child to read its apps and actions; it
+ * ends `running` or `failed` with the reason. Every step becomes `log` events. A running deploy of
+ * the same app and version label replaces the older one, whose code is removed once no invocation
+ * holds it.
+ */
 export class Deployments {
-  constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void }) {}
+  private readonly logs = new Map<string, EventLog>();
+  private readonly builds = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly holds = new Map<string, number>();
+  private readonly home: string;
+
+  constructor(private readonly deps: { store: Store; dir: string; home?: string; log: (msg: string, extra?: object) => void }) {
+    this.home = deps.home ?? dirname(deps.dir);
+  }
+
+  /**
+   * At daemon start: a build the previous daemon did not finish is failed (its processes were
+   * killed by the reaper), and only running deployments keep their code.
+   */
+  async recover(): Promise<void> {
+    const interrupted = this.deps.store.data.deployments.filter((d) => !TERMINAL.includes(d.status));
+    if (interrupted.length) {
+      await this.deps.store.update(() => {
+        for (const d of interrupted) Object.assign(d, { status: 'failed', status_reason: 'the daemon restarted during the deployment', updated_at: now() });
+      });
+    }
+    const keep = new Set(this.deps.store.data.deployments.filter((d) => d.status === 'running').map((d) => d.id));
+    const entries = await readdir(this.deps.dir).catch(() => [] as string[]);
+    await Promise.all(entries.filter((e) => !keep.has(e)).map((e) => removeTree(join(this.deps.dir, e), this.deps.log)));
+  }
+
+  /** POST /deployments: receives and unpacks the zip (400 for a bad one), then builds in the background. */
+  async create(org: OrgRecord, parts: AsyncIterable<Multipart>): Promise<Deployment> {
+    const id = newId();
+    await mkdir(this.deps.dir, { recursive: true, mode: 0o700 });
+    const zipPath = join(this.deps.dir, `.upload-${id}.zip`);
+    const { form, checksum } = await receiveDeploy(parts, zipPath);
+    const dir = this.appDir(id);
+    let unpacked;
+    try {
+      unpacked = await extractZip(zipPath, dir);
+    } finally {
+      await rm(zipPath, { force: true });
+    }
+    if (!unpacked.files.includes(form.entrypoint_rel_path)) {
+      await removeTree(dir, this.deps.log);
+      const top = [...new Set(unpacked.files.map((f) => f.split('/')[0]!.concat(f.includes('/') ? '/' : '')))].slice(0, 10);
+      throw BadRequestError.field(
+        'entrypoint_rel_path',
+        `${form.entrypoint_rel_path} is not a file in the zip (its top level: ${top.join(', ') || 'nothing'})`,
+      );
+    }
+    const rec: DeploymentRecord = {
+      id,
+      org_id: org.id,
+      created_at: now(),
+      status: 'queued',
+      entrypoint_rel_path: form.entrypoint_rel_path,
+      version: form.version ?? 'latest',
+      env_vars: form.env_vars ?? {},
+      source_checksum: checksum,
+      apps: [],
+    };
+    await this.deps.store.update((s) => s.deployments.push(rec));
+    this.emitState(rec);
+    this.emitLog(rec, `received ${unpacked.files.length} files (${unpacked.bytes} bytes, sha256 ${checksum})`);
+    const queued = this.view(rec);
+    this.startBuild(rec);
+    return queued;
+  }
+
+  get(org: OrgRecord, id: string): Deployment {
+    return this.view(this.find(org, id));
+  }
+
+  list(org: OrgRecord, q: ListDeploymentsQuery): ListPage<Deployment> {
+    if (q.app_version !== undefined && q.app_name === undefined) throw BadRequestError.field('app_version', 'needs app_name');
+    const all = this.ofOrg(org).filter(
+      (d) =>
+        (q.app_name === undefined || d.apps.some((a) => a.name === q.app_name)) &&
+        (q.app_version === undefined || d.version === q.app_version) &&
+        (!q.query || d.id === q.query || d.apps.some((a) => a.name.includes(q.query!))),
+    );
+    return paginate(all, q, (d) => this.view(d));
+  }
+
+  /** DELETE: stops the deployment (cancelling its build); its code goes once no invocation holds it. */
+  async remove(org: OrgRecord, id: string): Promise<void> {
+    const rec = this.find(org, id);
+    if (rec.status === 'stopped' || rec.status === 'failed') return;
+    const build = this.builds.get(rec.id);
+    build?.abort.abort();
+    await build?.done;
+    await this.setStatus(rec, 'stopped', 'deleted');
+    await this.discard(rec);
+  }
+
+  /** GET /deployments/{id}/events: the history so far, then live events until a terminal state. */
+  follow(org: OrgRecord, id: string, since?: string): EventStream {
+    const rec = this.find(org, id);
+    const from = sinceTime(since);
+    const stream = new EventStream();
+    this.logOf(rec).follow(stream, from);
+    return stream;
+  }
+
+  /** GET /apps: the app versions of running deployments, newest first. */
+  listApps(org: OrgRecord, q: ListAppsQuery): ListPage<App> {
+    const all = this.ofOrg(org)
+      .filter((d) => d.status === 'running')
+      .flatMap((d) => d.apps.map((a) => this.appView(d, a)))
+      .filter(
+        (a) =>
+          (q.app_name === undefined || a.app_name === q.app_name) &&
+          (q.version === undefined || a.version === q.version) &&
+          (!q.query || a.id === q.query || a.app_name.includes(q.query)),
+      );
+    return paginate(all, q);
+  }
+
+  /**
+   * The running deployment serving an action: `latest` is the newest running deployment of the
+   * app, any other version the running deployment with that label. 404 with the reason otherwise.
+   */
+  resolveAction(org: OrgRecord, app_name: string, version: string, action_name: string): ResolvedAction {
+    const withApp = this.ofOrg(org).filter((d) => d.status === 'running' && d.apps.some((a) => a.name === app_name));
+    if (withApp.length === 0) throw new NotFoundError(`app ${app_name} not found`);
+    const rec = version === 'latest' ? withApp[0] : withApp.find((d) => d.version === version);
+    if (!rec) throw new NotFoundError(`version ${version} of app ${app_name} not found`);
+    const app = rec.apps.find((a) => a.name === app_name)!;
+    if (!app.actions.some((a) => a.name === action_name)) {
+      throw new NotFoundError(`action ${action_name} not found in app ${app_name} (actions: ${app.actions.map((a) => a.name).join(', ')})`);
+    }
+    const dir = this.appDir(rec.id);
+    return {
+      deployment_id: rec.id,
+      app_name,
+      version: rec.version,
+      action_name,
+      dir,
+      entrypoint: join(dir, rec.entrypoint_rel_path),
+      entrypoint_rel_path: rec.entrypoint_rel_path,
+      env_vars: { ...rec.env_vars },
+    };
+  }
+
+  /**
+   * Keeps a deployment's code on disk while an invocation runs it, even when a newer deploy
+   * replaces it meanwhile; call the returned function (once) when the invocation ends.
+   */
+  hold(deploymentId: string): () => void {
+    this.holds.set(deploymentId, (this.holds.get(deploymentId) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.holds.get(deploymentId) ?? 1) - 1;
+      if (left > 0) return void this.holds.set(deploymentId, left);
+      this.holds.delete(deploymentId);
+      const rec = this.deps.store.data.deployments.find((d) => d.id === deploymentId);
+      if (rec && rec.status !== 'running') void this.discard(rec);
+    };
+  }
+
+  /** Daemon stop: builds in progress are cancelled (their processes killed) and marked failed. */
+  async close(): Promise<void> {
+    const pending = [...this.builds.keys()];
+    for (const b of this.builds.values()) b.abort.abort();
+    await Promise.all([...this.builds.values()].map((b) => b.done));
+    for (const id of pending) {
+      const rec = this.deps.store.data.deployments.find((d) => d.id === id);
+      if (rec && !TERMINAL.includes(rec.status)) await this.fail(rec, 'the daemon stopped during the deployment');
+    }
+  }
+
+  private startBuild(rec: DeploymentRecord): void {
+    const abort = new AbortController();
+    const done = this.build(rec, abort.signal)
+      .catch((err) => this.deps.log('deployment build failed unexpectedly', { id: rec.id, error: String(err) }))
+      .finally(() => this.builds.delete(rec.id));
+    this.builds.set(rec.id, { abort, done });
+  }
+
+  private async build(rec: DeploymentRecord, signal: AbortSignal): Promise<void> {
+    const dir = this.appDir(rec.id);
+    const log = (line: string) => this.emitLog(rec, line);
+    const env = { ...appBaseEnv(), ...markedEnv(this.home, `deployment-${rec.id}`) };
+    let apps: LoadedApp[];
+    try {
+      await this.setStatus(rec, 'in_progress');
+      await installDependencies(dir, { env, signal, log });
+      await linkSdk(dir, log);
+      apps = await loadApps(dir, rec.entrypoint_rel_path, {
+        env: { ...env, KERNEL_API_KEY: LOAD_TIME_API_KEY, ...rec.env_vars },
+        signal,
+        log,
+      });
+    } catch (err) {
+      if (signal.aborted) return;
+      if (!(err instanceof BuildError)) this.deps.log('deployment build error', { id: rec.id, error: String(err), stack: (err as Error).stack });
+      await this.fail(rec, err instanceof BuildError ? err.message : `internal error: ${(err as Error).message}`);
+      return;
+    } finally {
+      // Whatever the build started and left behind (a postinstall's daemon, a child of the app).
+      await killMarked(this.home, `deployment-${rec.id}`);
+    }
+    if (!signal.aborted) await this.markRunning(rec, apps);
+  }
+
+  /**
+   * The deployment runs; an older running deployment of the same app and version label is
+   * stopped (or this one, when a newer one finished first).
+   */
+  private async markRunning(rec: DeploymentRecord, apps: LoadedApp[]): Promise<void> {
+    const all = this.deps.store.data.deployments;
+    const overlaps = all.filter(
+      (d) =>
+        d !== rec &&
+        d.org_id === rec.org_id &&
+        d.status === 'running' &&
+        d.version === rec.version &&
+        d.apps.some((a) => apps.some((b) => b.name === a.name)),
+    );
+    const newer = overlaps.find((d) => all.indexOf(d) > all.indexOf(rec));
+    const replaced = newer ? [] : overlaps;
+    const at = now();
+    await this.deps.store.update(() => {
+      rec.apps = apps.map((a) => ({ id: newId(), name: a.name, actions: a.actions.map(({ name }) => ({ name })) }));
+      for (const old of replaced) Object.assign(old, { status: 'stopped', status_reason: `replaced by deployment ${rec.id}`, updated_at: at });
+    });
+    for (const app of rec.apps) {
+      this.logOf(rec).push({ event: 'app_version_summary', ...this.summary(rec, app), timestamp: now() });
+    }
+    if (newer) await this.setStatus(rec, 'stopped', `replaced by deployment ${newer.id}`);
+    else await this.setStatus(rec, 'running');
+    for (const old of replaced) {
+      this.emitState(old);
+      await this.discard(old);
+    }
+    if (newer) await this.discard(rec);
+  }
+
+  /** A failed deployment's code is removed before the failure shows: nothing can run it. */
+  private async fail(rec: DeploymentRecord, reason: string): Promise<void> {
+    await this.discard(rec);
+    this.logOf(rec).push({ event: 'error', error: { code: 'deployment_failed', message: reason }, timestamp: now() });
+    await this.setStatus(rec, 'failed', reason);
+  }
+
+  private async setStatus(rec: DeploymentRecord, status: DeploymentStatus, reason?: string): Promise<void> {
+    await this.deps.store.update(() => {
+      rec.status = status;
+      rec.updated_at = now();
+      if (reason === undefined) delete rec.status_reason;
+      else rec.status_reason = reason;
+    });
+    this.emitState(rec);
+  }
+
+  /** Removes a stopped or failed deployment's code, unless an invocation still holds it. */
+  private async discard(rec: DeploymentRecord): Promise<void> {
+    if (rec.status === 'running' || this.holds.has(rec.id)) return;
+    await removeTree(this.appDir(rec.id), this.deps.log);
+  }
+
+  private emitState(rec: DeploymentRecord): void {
+    const log = this.logOf(rec);
+    log.push({ event: 'deployment_state', deployment: this.view(rec), timestamp: now() });
+    if (TERMINAL.includes(rec.status)) log.finish();
+  }
+
+  private emitLog(rec: DeploymentRecord, message: string): void {
+    this.logOf(rec).push({ event: 'log', message, timestamp: now() });
+  }
+
+  /** The deployment's events; after a daemon restart, a replay of its summaries and state. */
+  private logOf(rec: DeploymentRecord): EventLog {
+    let log = this.logs.get(rec.id);
+    if (log) return log;
+    log = new EventLog();
+    this.logs.set(rec.id, log);
+    this.forgetOldLogs();
+    if (rec.status !== 'queued') {
+      const at = rec.updated_at ?? rec.created_at;
+      for (const app of rec.apps) log.push({ event: 'app_version_summary', ...this.summary(rec, app), timestamp: at });
+      log.push({ event: 'deployment_state', deployment: this.view(rec), timestamp: at });
+      if (TERMINAL.includes(rec.status)) log.finish();
+    }
+    return log;
+  }
+
+  /**
+   * Settled deployments beyond the newest MAX_KEPT_LOGS lose their build log (a follow then replays
+   * their summaries and state), so a daemon deploying all day does not keep every log.
+   */
+  private forgetOldLogs(): void {
+    let excess = this.logs.size - MAX_KEPT_LOGS;
+    for (const id of this.logs.keys()) {
+      if (excess <= 0) return;
+      const rec = this.deps.store.data.deployments.find((d) => d.id === id);
+      if (rec && !TERMINAL.includes(rec.status)) continue;
+      this.logs.delete(id);
+      excess--;
+    }
+  }
+
+  private summary(rec: DeploymentRecord, app: AppVersionRecord): Omit<StreamEvent, 'event'> {
+    return { id: app.id, app_name: app.name, version: rec.version, region: REGION, actions: app.actions };
+  }
+
+  private find(org: OrgRecord, id: string): DeploymentRecord {
+    const rec = this.deps.store.data.deployments.find((d) => d.id === id && d.org_id === org.id);
+    if (!rec) throw new NotFoundError(`deployment ${id} not found`);
+    return rec;
+  }
+
+  /** The org's deployments, newest first. */
+  private ofOrg(org: OrgRecord): DeploymentRecord[] {
+    return this.deps.store.data.deployments.filter((d) => d.org_id === org.id).reverse();
+  }
+
+  private appDir(id: string): string {
+    return join(this.deps.dir, id);
+  }
+
+  private view(rec: DeploymentRecord): Deployment {
+    const { org_id: _org, apps, env_vars, ...fields } = rec;
+    return {
+      ...fields,
+      region: REGION,
+      source_type: 'file',
+      env_vars: redacted(env_vars),
+      app_names: apps.map((a) => a.name),
+    };
+  }
+
+  private appView(rec: DeploymentRecord, app: AppVersionRecord): App {
+    return {
+      id: app.id,
+      app_name: app.name,
+      version: rec.version,
+      region: REGION,
+      actions: app.actions,
+      env_vars: redacted(rec.env_vars),
+      deployment: rec.id,
+    };
+  }
+}
+
+/** Kernel answers API-key callers every variable with an empty value. */
+function redacted(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(env).map((k) => [k, '']));
 }

@@ -11,6 +11,7 @@ import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
 import type { OrgRecord } from '../store.js';
 import { toErrorReply } from './errors.js';
+import { formDoc } from './form-doc.js';
 import type { Handlers } from './handlers.js';
 
 declare module 'fastify' {
@@ -126,13 +127,15 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         ? { description: route.produces, content: { [route.produces]: { schema: { type: 'string', format: 'binary' } } } }
         : (route.success.body ?? { type: 'null', description: 'No Content' }),
       ...(route.noContentOnNull ? { 204: { type: 'null', description: 'No Content' } } : {}),
+      ...(route.alsoStatus && route.success.body ? { [route.alsoStatus]: route.success.body } : {}),
       '4xx': ErrorBodySchema,
       '5xx': ErrorBodySchema,
     };
     app.route({
       method: route.method,
       url: route.url,
-      config: { auth: route.auth },
+      // A multipart route's form is documented by a swagger transform (daemon/http/form-doc.ts).
+      config: { auth: route.auth, ...(route.form ? { swaggerTransform: formDoc(route) } : {}) },
       schema: {
         operationId: op,
         summary: route.summary,
@@ -154,8 +157,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           reply,
         });
         if (result === null && route.noContentOnNull) return reply.code(204).send();
-        reply.code(route.success.status);
-        if (route.produces) return reply.type(route.produces).send(result);
+        if (!route.alsoStatus || reply.statusCode !== route.alsoStatus) reply.code(route.success.status);
+        // A handler may name a more precise type (a compressed download) itself.
+        if (route.produces) return (reply.hasHeader('content-type') ? reply : reply.type(route.produces)).send(result);
         return route.success.body ? result : reply.send();
       },
     });

@@ -20,6 +20,8 @@ export interface PoolManagerDeps {
   store: Store;
   sessions: SessionManager;
   log: (msg: string, extra?: object) => void;
+  /** What a pool's profile and extension selectors resolve to now (the SDK reads these ids). */
+  references?: (org: OrgRecord, config: BrowserPoolConfig) => { extension_ids: string[]; profile_id?: string };
 }
 
 const MAX_BACKOFF_MS = 60_000;
@@ -34,10 +36,25 @@ const backoffMs = (failures: number) => Math.min(1000 * 2 ** (failures - 1), MAX
 export class PoolManager {
   private readonly pools = new Map<string, LivePool>();
   private closing = false;
+  private readonly changeListeners: (() => void)[] = [];
 
   constructor(private readonly deps: PoolManagerDeps) {
     for (const record of deps.store.data.pools) this.pools.set(record.id, new LivePool(record));
     deps.sessions.onSessionEnd((record) => this.sessionEnded(record));
+  }
+
+  /** Called after a pool's counts, configuration or last error changed, or a pool came or went. */
+  onChange(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.changeListeners) listener();
+  }
+
+  /** Every pool of the org, as API objects (the watch feed). */
+  views(org: OrgRecord): BrowserPool[] {
+    return [...this.pools.values()].filter((p) => p.record.org_id === org.id).map((p) => this.view(p));
   }
 
   /** Fills every pool; after a restart they are all empty, since idle browsers do not survive one. */
@@ -62,6 +79,7 @@ export class PoolManager {
     this.pools.set(pool.id, pool);
     await this.deps.store.update((s) => void s.pools.push(record));
     this.fill(pool);
+    this.changed();
     return this.view(pool);
   }
 
@@ -94,6 +112,7 @@ export class PoolManager {
     // The rate may have changed: recompute when the next launch is due.
     pool.stopTimer();
     this.fill(pool);
+    this.changed();
     return this.view(pool);
   }
 
@@ -111,6 +130,7 @@ export class PoolManager {
     const ids = [...pool.idle.keys(), ...pool.leased];
     pool.idle.clear();
     pool.leased.clear();
+    this.changed();
     await Promise.all([pool.inflight, ...ids.map((id) => this.deps.sessions.end(id, 'pool_deleted'))]);
   }
 
@@ -170,6 +190,7 @@ export class PoolManager {
   private giveBack(pool: LivePool, id: string): void {
     pool.leased.delete(id);
     this.offer(pool, id);
+    this.changed();
   }
 
   /** Leases the oldest idle browser, or undefined when none is ready. */
@@ -180,6 +201,7 @@ export class PoolManager {
       if (!this.deps.sessions.liveSession(id)) continue;
       resumeTimeout();
       pool.leased.add(id);
+      this.changed();
       return id;
     }
     return undefined;
@@ -197,6 +219,7 @@ export class PoolManager {
       return;
     }
     pool.idle.set(id, resumeTimeout);
+    this.changed();
   }
 
   private async endIdle(pool: LivePool, count: number, reason: string): Promise<void> {
@@ -265,6 +288,7 @@ export class PoolManager {
       occurred_at: new Date().toISOString(),
     };
     this.deps.log('pool launch failed', { pool: pool.id, failures: pool.failures, error: pool.lastError.message });
+    this.changed();
   }
 
   /** Runs the create checks of POST /browsers on the configuration, and resolves its viewport. */
@@ -295,6 +319,11 @@ export class PoolManager {
     return n;
   }
 
+  private references(pool: LivePool): { extension_ids: string[]; profile_id?: string } {
+    const org = this.deps.store.data.orgs.find((o) => o.id === pool.record.org_id);
+    return (org && this.deps.references?.(org, pool.config)) ?? { extension_ids: [] };
+  }
+
   private view(pool: LivePool): BrowserPool {
     return {
       id: pool.id,
@@ -303,8 +332,7 @@ export class PoolManager {
       available_count: this.alive(pool.idle.keys()),
       acquired_count: this.alive(pool.leased),
       browser_pool_config: pool.config,
-      // Profiles and extensions cannot exist yet, so no reference ever resolves to an id.
-      extension_ids: [],
+      ...this.references(pool),
       ...(pool.lastError ? { last_error: pool.lastError } : {}),
     };
   }

@@ -1,26 +1,199 @@
+import { join } from 'node:path';
+import type { CheckProxyBody, CreateProxyBody, ListProxiesQuery, Proxy, UpdateProxyBody } from '../../src/api/proxies.js';
 import type { CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
-import { NotFoundError } from '../../src/errors.js';
-import type { SessionFeature } from '../sessions/features.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
+import { newId } from '../../src/ids.js';
+import { paginate, type ListPage } from '../paging.js';
+import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import type { OrgRecord, SessionRecord, Store } from '../store.js';
+import { checkUpstream } from './check.js';
+import { SessionForwarder } from './forwarder.js';
+import { ProxySecrets } from './secrets.js';
+import { upstreamFor, type Upstream } from './upstream.js';
 
+/** A custom proxy; its password, when it has one, is kept apart (ProxySecrets). */
 export interface ProxyRecord {
   id: string;
   org_id: string;
+  type: 'custom';
   name?: string;
-  type: string;
+  protocol: 'http' | 'https';
   created_at: string;
-  config: Record<string, unknown>;
+  config: { host: string; port: number; username?: string; has_password: boolean };
+  bypass_hosts?: string[];
+  status?: 'available' | 'unavailable';
+  last_checked?: string;
 }
 
-/** Upstream proxies, and the local forwarding proxy each session routes through. (Issue 5: to be built.) */
-export class Proxies implements SessionFeature {
-  constructor(private readonly deps: { store: Store; log: (msg: string, extra?: object) => void }) {}
+export interface ProxiesDeps {
+  store: Store;
+  /** The daemon's credentials directory; passwords go to its `proxies/` subdirectory. */
+  credentialsDir: string;
+  log: (msg: string, extra?: object) => void;
+}
 
-  check(_org: OrgRecord, body: CreateBrowserBody): void {
-    if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
+/**
+ * Upstream proxies (Kernel's `custom` type), and the session feature that gives every session a
+ * local forwarding proxy (SessionForwarder) routed through the session's proxy, if any.
+ * A PATCH swaps or removes the upstream live; a proxy a live session routes through, or a pool is
+ * configured with, cannot be deleted (409).
+ */
+export class Proxies implements SessionFeature {
+  private readonly secrets: ProxySecrets;
+  /** Session id -> the proxy its forwarder routes through now (launching sessions included). */
+  private readonly routes = new Map<string, string>();
+
+  constructor(private readonly deps: ProxiesDeps) {
+    this.secrets = new ProxySecrets(join(deps.credentialsDir, 'proxies'));
   }
 
-  checkUpdate(_org: OrgRecord, _record: SessionRecord, body: UpdateBrowserBody): void {
-    if (body.proxy_id) throw new NotFoundError(`proxy ${body.proxy_id} not found`);
+  async create(org: OrgRecord, body: CreateProxyBody): Promise<Proxy> {
+    const { type, name, protocol = 'http', bypass_hosts, config = {} } = body;
+    if (type !== 'custom') {
+      throw BadRequestError.field(
+        'type',
+        `${type} proxies need Kernel's managed network; only custom proxies (your own proxy server) work here`,
+      );
+    }
+    const { host, port, username, password, ...managedOnly } = config;
+    const foreign = Object.keys(managedOnly)[0];
+    if (foreign) throw BadRequestError.field(`config.${foreign}`, "applies to Kernel's managed proxy types, not to custom");
+    if (host === undefined) throw BadRequestError.field('config.host', 'is required for a custom proxy');
+    if (port === undefined) throw BadRequestError.field('config.port', 'is required for a custom proxy');
+    const record: ProxyRecord = {
+      id: newId(),
+      org_id: org.id,
+      type,
+      ...(name !== undefined ? { name: name.trim() } : {}),
+      protocol,
+      created_at: new Date().toISOString(),
+      config: { host, port, ...(username !== undefined ? { username } : {}), has_password: password !== undefined },
+      ...(bypass_hosts ? { bypass_hosts } : {}),
+    };
+    if (password !== undefined) await this.secrets.write(record.id, password);
+    await this.deps.store.update((s) => void s.proxies.push(record));
+    return this.toApi(record);
+  }
+
+  list(org: OrgRecord, q: ListProxiesQuery): ListPage<Proxy> {
+    const name = q.name?.trim();
+    const text = q.query?.toLowerCase();
+    const matches = this.deps.store.data.proxies.filter(
+      (p) =>
+        p.org_id === org.id &&
+        (!name || (p.name !== undefined && p.name.localeCompare(name, undefined, { sensitivity: 'base' }) === 0)) &&
+        (!text || p.id === q.query || [p.name ?? '', p.config.host].some((v) => v.toLowerCase().includes(text))),
+    );
+    return paginate(matches, q, (p) => this.toApi(p));
+  }
+
+  get(org: OrgRecord, id: string): Proxy {
+    return this.toApi(this.find(org, id));
+  }
+
+  async update(org: OrgRecord, id: string, body: UpdateProxyBody): Promise<Proxy> {
+    const record = this.find(org, id);
+    await this.deps.store.update(() => void (record.name = body.name.trim()));
+    return this.toApi(record);
+  }
+
+  async delete(org: OrgRecord, id: string): Promise<void> {
+    const record = this.find(org, id);
+    const sessions = [...this.routes].filter(([, proxy]) => proxy === record.id).map(([session]) => session);
+    const pools = this.deps.store.data.pools.filter((p) => p.org_id === org.id && p.config.proxy_id === record.id);
+    const users = [
+      ...(sessions.length ? [`live session(s) ${sessions.join(', ')}`] : []),
+      ...(pools.length ? [`browser pool(s) ${pools.map((p) => p.config.name ?? p.id).join(', ')}`] : []),
+    ];
+    if (users.length) {
+      throw new ConflictError(
+        `proxy ${id} is in use by ${users.join(' and ')}; remove it from them first ` +
+          '(PATCH /browsers/{id} or /browser_pools/{id} with {"proxy_id": ""}) or end them',
+      );
+    }
+    await this.deps.store.update((s) => void (s.proxies = s.proxies.filter((p) => p !== record)));
+    await this.secrets.remove(record.id);
+  }
+
+  /** POST /proxies/{id}/check: the proxy's health; stored only for a check without a URL, as Kernel does. */
+  async healthCheck(org: OrgRecord, id: string, body: CheckProxyBody): Promise<Proxy> {
+    const record = this.find(org, id);
+    const { protocol, config } = record;
+    const password = config.has_password ? await this.secrets.read(record.id) : undefined;
+    const result = await checkUpstream({ protocol, ...config, password }, body.url);
+    const health = { status: result.available ? 'available' : 'unavailable', last_checked: new Date().toISOString() } as const;
+    this.deps.log('proxy checked', { proxy: record.id, url: body.url, status: health.status, reason: result.reason });
+    if (!body.url) await this.deps.store.update(() => void Object.assign(record, health));
+    return { ...this.toApi(record), ...health };
+  }
+
+  // --- SessionFeature: the proxy of POST /browsers, pools and PATCH /browsers/{id} ---
+
+  check(org: OrgRecord, body: CreateBrowserBody): void {
+    if (body.proxy_id) this.find(org, body.proxy_id);
+  }
+
+  checkUpdate(org: OrgRecord, _record: SessionRecord, body: UpdateBrowserBody): void {
+    if (body.proxy_id) this.find(org, body.proxy_id);
+  }
+
+  /** Every session gets a forwarder, so a PATCH can add a proxy to a session created without one. */
+  async launch({ org, body, record }: LaunchContext): Promise<FeatureLaunch> {
+    const forwarder = await SessionForwarder.start();
+    const session = record.id;
+    try {
+      if (body.proxy_id) {
+        await this.routeSession(forwarder, session, this.find(org, body.proxy_id));
+        record.proxy_id = body.proxy_id;
+      }
+    } catch (err) {
+      this.routes.delete(session);
+      await forwarder.close();
+      throw err;
+    }
+    return {
+      args: [`--proxy-server=${forwarder.proxyServer}`],
+      update: async (patch) => {
+        // null or omitted: unchanged; "": direct from now on.
+        if (typeof patch.proxy_id !== 'string') return;
+        await this.routeSession(forwarder, session, patch.proxy_id === '' ? undefined : this.find(org, patch.proxy_id));
+      },
+      release: async () => {
+        this.routes.delete(session);
+        await forwarder.close();
+      },
+    };
+  }
+
+  private async routeSession(forwarder: SessionForwarder, session: string, proxy: ProxyRecord | undefined): Promise<void> {
+    // Claimed before the password is read, so a concurrent delete sees the proxy in use.
+    const previous = this.routes.get(session);
+    if (proxy) this.routes.set(session, proxy.id);
+    else this.routes.delete(session);
+    let upstream: Upstream | undefined;
+    try {
+      upstream = proxy && (await this.upstreamOf(proxy));
+    } catch (err) {
+      if (previous) this.routes.set(session, previous);
+      else this.routes.delete(session);
+      throw err;
+    }
+    forwarder.route(upstream);
+  }
+
+  private async upstreamOf(proxy: ProxyRecord): Promise<Upstream> {
+    const password = proxy.config.has_password ? await this.secrets.read(proxy.id) : undefined;
+    return upstreamFor({ protocol: proxy.protocol, ...proxy.config, bypass_hosts: proxy.bypass_hosts }, password);
+  }
+
+  private find(org: OrgRecord, id: string): ProxyRecord {
+    const record = this.deps.store.data.proxies.find((p) => p.id === id && p.org_id === org.id);
+    if (!record) throw new NotFoundError(`proxy ${id} not found`);
+    return record;
+  }
+
+  private toApi(record: ProxyRecord): Proxy {
+    const { org_id: _org, ...proxy } = record;
+    return proxy;
   }
 }

@@ -84,6 +84,7 @@ export class LiveSession {
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
+  private clientsChanged?: () => void;
 
   private constructor(
     readonly record: SessionRecord,
@@ -174,6 +175,7 @@ export class LiveSession {
   hold(kind: ClientKind, onStop?: () => void): () => void {
     this.clients[kind]++;
     if (onStop) this.closers.set(onStop, kind);
+    this.clientsChanged?.();
     let released = false;
     return () => {
       if (released) return;
@@ -181,12 +183,24 @@ export class LiveSession {
       this.clients[kind]--;
       this.lastActivity = Date.now();
       if (onStop) this.closers.delete(onStop);
+      this.clientsChanged?.();
     };
+  }
+
+  /** Called whenever a client connects or leaves (the watch feed shows the counts). */
+  onClientsChange(listener: () => void): void {
+    this.clientsChanged = listener;
   }
 
   /** Milliseconds without any client, or 0 while one is connected. */
   idleFor(now = Date.now()): number {
-    return this.clients.cdp + this.clients.viewer + this.clients.api > 0 ? 0 : now - this.lastActivity;
+    const since = this.idleSince;
+    return since === null ? 0 : now - since;
+  }
+
+  /** Since when no client has been connected (ms epoch), or null while one is. */
+  get idleSince(): number | null {
+    return this.clients.cdp + this.clients.viewer + this.clients.api > 0 ? null : this.lastActivity;
   }
 
   connected(kind: ClientKind): number {

@@ -50,6 +50,7 @@ export class SessionManager {
   private readonly endListeners: ((record: SessionRecord) => void)[] = [];
   /** Where a session's inactivity countdown may start at the earliest; Infinity while suspended. */
   private readonly countdownFrom = new Map<string, number>();
+  private readonly changeListeners: (() => void)[] = [];
 
   constructor(private readonly deps: SessionManagerDeps) {}
 
@@ -67,6 +68,37 @@ export class SessionManager {
     this.endListeners.push(listener);
   }
 
+  /** Called after anything a dashboard shows changed: a session started, ended, was updated, or a client came or left. */
+  onChange(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.changeListeners) listener();
+  }
+
+  /**
+   * When a running session ends by the inactivity timeout unless a client connects (ms epoch), or
+   * null while one is connected or its countdown is suspended (a pool's idle browser).
+   */
+  timeoutAt(id: string): number | null {
+    const session = this.liveSession(id);
+    const idleSince = session?.idleSince;
+    if (!session || idleSince === null || idleSince === undefined) return null;
+    const from = Math.max(idleSince, this.countdownFrom.get(id) ?? Number.NEGATIVE_INFINITY);
+    return from === Number.POSITIVE_INFINITY ? null : from + session.record.timeout_seconds * 1000;
+  }
+
+  /** The org's running sessions, newest first, with their connected clients and inactivity deadline. */
+  activity(org: OrgRecord): { session: BrowserSession; cdp_clients: number; viewers: number; timeout_at: number | null }[] {
+    return this.listWhere(org, (r) => this.liveSession(r.id) !== undefined)
+      .reverse()
+      .map((session) => {
+        const live = this.liveSession(session.session_id)!;
+        return { session, cdp_clients: live.connected('cdp'), viewers: live.connected('viewer'), timeout_at: this.timeoutAt(session.session_id) };
+      });
+  }
+
   /**
    * Keeps a session from timing out (a pool's idle browser) until the returned function is
    * called; its inactivity countdown then starts afresh, whatever its clients did before.
@@ -75,6 +107,7 @@ export class SessionManager {
     this.countdownFrom.set(id, Number.POSITIVE_INFINITY);
     return () => {
       if (this.live.has(id)) this.countdownFrom.set(id, Date.now());
+      this.changed();
     };
   }
 
@@ -159,10 +192,12 @@ export class SessionManager {
     }
     record.runtime = { chromium_pid: session.chromium.pid, xvfb_pid: session.display?.pid, display: session.display?.number };
     this.live.set(id, session);
+    session.onClientsChange(() => this.changed());
     void session.chromium.exited.then(() => {
       if (!session.isStopping) void this.end(id, 'browser_exited');
     });
     await this.deps.store.update((s) => void s.sessions.push(record));
+    this.changed();
     return this.view(record);
   }
 
@@ -207,6 +242,7 @@ export class SessionManager {
       if (body.tags === null) delete record.tags;
       else if (body.tags !== undefined) record.tags = body.tags;
     });
+    this.changed();
     return this.view(record);
   }
 
@@ -295,14 +331,15 @@ export class SessionManager {
       });
       this.deps.log('session ended', { session: id, reason, graceful });
       for (const listener of this.endListeners) listener(record);
+      this.changed();
     }
   }
 
   private async endIdleSessions(): Promise<void> {
     const now = Date.now();
     for (const session of this.live.values()) {
-      const idle = Math.min(session.idleFor(now), now - (this.countdownFrom.get(session.id) ?? Number.NEGATIVE_INFINITY));
-      if (!session.isStopping && idle >= session.record.timeout_seconds * 1000) {
+      const at = this.timeoutAt(session.id);
+      if (!session.isStopping && at !== null && now >= at) {
         await this.end(session.id, 'timeout').catch((err) => this.deps.log('timeout end failed', { error: String(err) }));
       }
     }

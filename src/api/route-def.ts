@@ -21,10 +21,18 @@ export interface RouteDef {
   hidden?: boolean;
   /** The handler may answer null, sent as 204 with no body (an acquire that timed out). */
   noContentOnNull?: true;
+  /** A second success status with the same body, chosen by the handler with reply.code() (202 for an async invocation). */
+  alsoStatus?: number;
   /** A success body that is not JSON (a file, a PNG): its media type; the handler returns bytes or a stream. */
   produces?: string;
   /** A request body that is not JSON (a file's bytes): its media type; the handler gets the raw stream. */
   consumes?: string;
+  /**
+   * A multipart/form-data body's parts: its file fields and the schema of its text fields (nested
+   * objects sent as `key[sub]`, as the Node SDK does). /openapi.json documents it and the typed
+   * client encodes it; the handler reads and validates the parts itself.
+   */
+  form?: { files: readonly string[]; fields: TSchema };
 }
 
 export const NoContent = { status: 204, body: null } as const;

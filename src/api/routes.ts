@@ -7,6 +7,7 @@ import { extensionRoutes } from './extensions.js';
 import { invocationRoutes } from './invocations.js';
 import { profileRoutes } from './profiles.js';
 import { proxyRoutes } from './proxies.js';
+import { watchRoutes } from './watch.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -377,6 +378,7 @@ export const routes = {
   ...proxyRoutes,
   ...deploymentRoutes,
   ...invocationRoutes,
+  ...watchRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

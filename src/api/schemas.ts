@@ -88,6 +88,9 @@ export const UpdateViewportSchema = Type.Object(
 export const UpdateBrowserSchema = Type.Object(
   {
     proxy_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    // Kernel routes stealth sessions through a default proxy of its own; a local one has none, so
+    // the flag is accepted and changes nothing.
+    disable_default_proxy: Type.Optional(Type.Boolean()),
     viewport: Type.Optional(UpdateViewportSchema),
     name: Type.Optional(Type.Union([SessionNameSchema, Type.Null()])),
     tags: Type.Optional(Type.Union([TagsSchema, Type.Null()])),

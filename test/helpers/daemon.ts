@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import WebSocket from 'ws';
-import { findMarkedProcesses } from '../../daemon/browser/procs.js';
+import { findMarkedProcesses, isAlive } from '../../daemon/browser/procs.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'bin', 'rbrowse');
@@ -107,6 +107,20 @@ export async function startTestDaemon(opts: { env?: Record<string, string> } = {
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The pid of a test daemon, as `rbrowse daemon status --json` reports it. */
+export async function daemonPid(d: TestDaemon): Promise<number> {
+  const status = JSON.parse((await d.cli(['daemon', 'status', '--json'])).stdout);
+  if (!status.running) throw new Error(`the daemon of ${d.home} is not running`);
+  return status.pid;
+}
+
+/** kill -9 of a test daemon (its browsers outlive it); resolves once it is gone. */
+export async function killDaemonHard(d: TestDaemon): Promise<void> {
+  const pid = await daemonPid(d);
+  process.kill(pid, 'SIGKILL');
+  await waitFor(() => !isAlive(pid), 10_000, 'the daemon to die');
+}
 
 /** Polls until check() is truthy; fails after timeoutMs. */
 export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs: number, what: string): Promise<T> {

@@ -7,10 +7,35 @@ import { ROOT } from './daemon.js';
 const PAGES = join(ROOT, 'fixtures', 'pages');
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css' };
 
-/** Serves fixtures/pages on a loopback port, as the page a session's browser loads. */
-export async function startFixtureServer(): Promise<{ url: string; close: () => Promise<void> }> {
+/** A request the fixtures server received: its path and headers (what the browser really sent). */
+export interface SeenRequest {
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body of a POST /report. */
+  body?: string;
+}
+
+/**
+ * Serves fixtures/pages on a loopback port, as the page a session's browser loads. GET /echo
+ * answers the request's headers as JSON, POST /report keeps its body (204); `requests` lists every
+ * request received.
+ */
+export async function startFixtureServer(): Promise<{ url: string; requests: SeenRequest[]; close: () => Promise<void> }> {
+  const requests: SeenRequest[] = [];
   const server: Server = createServer(async (req, res) => {
     const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
+    if (req.method === 'POST' && path === '/report') {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      requests.push({ path, headers: req.headers, body });
+      res.writeHead(204).end();
+      return;
+    }
+    requests.push({ path, headers: req.headers });
+    if (path === '/echo') {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(req.headers));
+      return;
+    }
     const file = join(PAGES, path);
     try {
       if (!file.startsWith(PAGES) || !(await stat(file)).isFile()) throw new Error('not found');
@@ -24,6 +49,7 @@ export async function startFixtureServer(): Promise<{ url: string; close: () => 
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
+    requests,
     close: () => new Promise<void>((r) => {
       server.closeAllConnections();
       server.close(() => r());

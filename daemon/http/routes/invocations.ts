@@ -1,6 +1,39 @@
 import type { Invocations } from '../../invocations/invocations.js';
+import { sendPage } from '../../paging.js';
+import { EventStream } from '../sse.js';
 import type { HandlerGroup } from '../handlers.js';
 
-export function invocationHandlers(_invocations: Invocations): HandlerGroup<never> {
-  return {};
+export function invocationHandlers(
+  invocations: Invocations,
+): HandlerGroup<
+  | 'createInvocation'
+  | 'listInvocations'
+  | 'getInvocation'
+  | 'updateInvocation'
+  | 'invocationEvents'
+  | 'listInvocationBrowsers'
+  | 'deleteInvocationBrowsers'
+> {
+  return {
+    createInvocation: async ({ org, body, reply }) => {
+      const { accepted, invocation } = await invocations.create(org, body);
+      if (accepted) reply.code(202);
+      return invocation;
+    },
+    listInvocations: ({ org, query, reply }) => sendPage(reply, invocations.list(org, query)),
+    getInvocation: ({ org, params }) => invocations.get(org, params.id),
+    updateInvocation: ({ org, params, body }) => invocations.update(org, params.id, body),
+    invocationEvents: ({ org, params, query, reply }) => {
+      const stream = new EventStream();
+      try {
+        invocations.events(org, params.id, query.since, stream);
+      } catch (err) {
+        stream.end();
+        throw err;
+      }
+      return stream.open(reply);
+    },
+    listInvocationBrowsers: ({ org, params }) => invocations.browsers(org, params.id),
+    deleteInvocationBrowsers: ({ org, params }) => invocations.deleteBrowsers(org, params.id),
+  };
 }

@@ -1,0 +1,24 @@
+import { Stream } from '@onkernel/sdk/core/streaming';
+import { apiError } from './api-error.js';
+
+/**
+ * The JSON events of a server-sent event stream (kernel-wire: `data: <json>` blocks), parsed by
+ * the official SDK's decoder; ends when the server ends the stream or `signal` aborts. A refused
+ * request throws its ApiCallError. Used by `watch`, and for following logs (deployments, invocations).
+ */
+export async function* sseEvents<T>(url: string, apiKey: string | undefined, signal: AbortSignal): AsyncGenerator<T> {
+  const res = await fetch(url, {
+    headers: { accept: 'text/event-stream', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
+    signal,
+  });
+  if (!res.ok) throw apiError(res.status, await res.text());
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  signal.addEventListener('abort', abort, { once: true });
+  try {
+    yield* Stream.fromSSEResponse<T>(res, controller);
+  } finally {
+    signal.removeEventListener('abort', abort);
+    controller.abort();
+  }
+}

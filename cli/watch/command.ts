@@ -1,0 +1,59 @@
+import { createElement as h } from 'react';
+import { render } from 'ink';
+import { Command } from 'commander';
+import { RbrowseClient } from '../../src/client.js';
+import { openInDesktopBrowser } from '../commands/browsers.js';
+import { clientFor, type GlobalOptions } from '../context.js';
+import { readDaemonInfo } from '../daemon-control.js';
+import { covers } from '../operations.js';
+import { colorEnabled, EXIT } from '../output.js';
+import { WatchConnection } from './connection.js';
+import { Dashboard } from './dashboard.js';
+
+export function watchCommand(): Command {
+  const cmd = new Command('watch')
+    .description('a live dashboard of your sessions, pools and invocations (full screen; needs a terminal)')
+    .addHelpText(
+      'after',
+      '\nKeys: ↑/↓ select, enter details, l live view (printed, and opened where a desktop browser is),\n' +
+        'd delete (asks y/N), c create (f headful, h headless), q quit.\n' +
+        'It keeps reconnecting while the daemon restarts.\n\nExample:\n  rbrowse watch',
+    )
+    .action(async (_o, c: Command) => {
+      if (!process.stdout.isTTY || !process.stdin.isTTY) {
+        process.stderr.write('error: rbrowse watch needs a terminal (for scripts: rbrowse ls --json, or GET /watch)\n');
+        process.exitCode = EXIT.usage;
+        return;
+      }
+      const first = await clientFor(c);
+      const opts = c.optsWithGlobals() as GlobalOptions;
+      const remote = Boolean(opts.baseUrl ?? process.env.KERNEL_BASE_URL);
+      // The local daemon may come back on another port (RBROWSE_PORT=0): look it up on each reconnect.
+      const current = (): RbrowseClient => {
+        if (remote) return first;
+        const info = readDaemonInfo();
+        if (!info) throw new Error('the daemon is not running');
+        return info.base_url === first.baseUrl ? first : new RbrowseClient(info.base_url, first.apiKey);
+      };
+      const connection = new WatchConnection(current);
+      const ink = render(
+        h(Dashboard, {
+          target: first.baseUrl,
+          feed: connection,
+          color: colorEnabled(),
+          actions: {
+            remove: async (id) => void (await current().call('deleteBrowser', { params: { id } })),
+            create: (headless) => current().call('createBrowser', { body: headless ? { headless } : {} }),
+            open: openInDesktopBrowser,
+          },
+        }),
+        { alternateScreen: true, interactive: true, patchConsole: true },
+      );
+      try {
+        await ink.waitUntilExit();
+      } finally {
+        await connection.stop();
+      }
+    });
+  return covers(cmd, 'watch');
+}

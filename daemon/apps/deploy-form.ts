@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { posix } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Multipart } from '@fastify/multipart';
+import { Ajv } from 'ajv';
+import { DeployFormSchema, type DeployForm } from '../../src/api/deployments.js';
+import { BadRequestError } from '../../src/errors.js';
+import { validationDetails } from '../http/errors.js';
+
+// Form fields are text, as query strings are: "true" is a boolean here.
+const validateForm = new Ajv({ allErrors: true, strict: false, coerceTypes: true }).compile<DeployForm>(DeployFormSchema);
+
+export interface ReceivedDeploy {
+  form: DeployForm;
+  /** Hex sha256 of the zip, computed while it streamed to disk. */
+  checksum: string;
+}
+
+/** `env_vars[KEY]` (the Node SDK) or `env_vars.KEY` (the Go SDK). */
+const ENV_FIELD = /^env_vars(?:\[(.+)\]|\.(.+))$/;
+
+/**
+ * Reads POST /deployments' multipart form: the zip in `file` streams to `zipPath` (hashed on the
+ * way), the text fields are gathered and validated against DeployFormSchema. Any refusal is a 400
+ * naming the field, and removes what was written.
+ */
+export async function receiveDeploy(parts: AsyncIterable<Multipart>, zipPath: string): Promise<ReceivedDeploy> {
+  const fields: Record<string, unknown> = {};
+  const envVars: Record<string, unknown> = {};
+  let checksum: string | undefined;
+  try {
+    for await (const part of parts) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file' || checksum !== undefined) {
+          part.file.resume();
+          throw BadRequestError.field(part.fieldname, 'the zip of the app goes in `file`, once');
+        }
+        const hash = createHash('sha256');
+        await pipeline(
+          part.file,
+          async function* (chunks: AsyncIterable<Buffer>) {
+            for await (const chunk of chunks) {
+              hash.update(chunk);
+              yield chunk;
+            }
+          },
+          createWriteStream(zipPath, { mode: 0o600 }),
+        );
+        checksum = hash.digest('hex');
+        continue;
+      }
+      const env = ENV_FIELD.exec(part.fieldname);
+      if (env) envVars[env[1] ?? env[2]!] = part.value;
+      else if (part.fieldname === 'env_vars') Object.assign(envVars, jsonObject('env_vars', part.value));
+      else if (part.fieldname === 'source') {
+        throw BadRequestError.field('source', "repository sources are fetched by Kernel's cloud; upload the app as a zip in `file`");
+      } else fields[part.fieldname] = part.value;
+    }
+    if (checksum === undefined) throw BadRequestError.field('file', 'is required: a zip of the app directory');
+    const form = { ...fields, ...(Object.keys(envVars).length ? { env_vars: envVars } : {}) };
+    if (!validateForm(form)) {
+      const details = validationDetails(validateForm.errors ?? [], 'form');
+      throw new BadRequestError(`invalid form: ${details.map((d) => d.message).join('; ')}`, details);
+    }
+    return { form: { ...form, entrypoint_rel_path: entrypointPath(form.entrypoint_rel_path) }, checksum };
+  } catch (err) {
+    await rm(zipPath, { force: true });
+    throw err;
+  }
+}
+
+function jsonObject(field: string, value: unknown): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(String(value)) as unknown;
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // refused below
+  }
+  throw BadRequestError.field(field, 'must be a JSON object, or sent as env_vars[KEY] fields');
+}
+
+/** The entrypoint as a clean path inside the app: relative, no `..`, no backslashes. */
+export function entrypointPath(raw: string): string {
+  const refuse = (why: string) => BadRequestError.field('entrypoint_rel_path', why);
+  if (raw.includes('\\') || raw.includes('\0')) throw refuse('may not contain backslashes or NUL');
+  if (posix.isAbsolute(raw)) throw refuse('must be relative to the app directory');
+  if (raw.split('/').includes('..')) throw refuse('may not contain ..');
+  const clean = posix.normalize(raw);
+  if (clean === '.' || clean.endsWith('/')) throw refuse('must name a file');
+  // Apps run on Node here (TypeScript through tsx); a Python app of Kernel's would only fail later.
+  if (!/\.[cm]?[jt]sx?$/.test(clean)) throw refuse('must be a JavaScript or TypeScript file (.ts, .js, .mjs, ...)');
+  return clean;
+}
