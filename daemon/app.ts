@@ -85,7 +85,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     syncCapMs: syncCapMsFromEnv(),
   });
   await invocations.recover();
-  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, noSandbox: process.getuid?.() === 0, home: opts.home, log: opts.log });
+  // Chromium's own sandbox refuses to run as root; the namespace sandbox comes with bubblewrap.
+  const noSandbox = process.getuid?.() === 0;
+  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, noSandbox, home: opts.home, log: opts.log });
   const sessions = new SessionManager({
     store,
     tokens,
@@ -99,8 +101,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       chromiumPath: opts.chromiumPath,
       displays: new DisplayAllocator(),
       sandbox,
-      // Chromium's own sandbox refuses to run as root; the namespace sandbox comes with bubblewrap.
-      noSandbox: process.getuid?.() === 0,
+      noSandbox,
       log: opts.log,
     },
   });
