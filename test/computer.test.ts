@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Kernel from '@onkernel/sdk';
 import { chromium, type Browser, type Page } from 'playwright';
-import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
 interface Ev {
@@ -39,7 +39,29 @@ async function open(headless: boolean): Promise<Session> {
   const browser = await chromium.connectOverCDP(res.body.cdp_ws_url);
   const page = browser.contexts()[0]!.pages()[0]!;
   await page.goto(`${fixtures.url}/events.html`);
-  return { id: res.body.session_id, page, browser };
+  const session = { id: res.body.session_id, page, browser };
+  await inputReaches(session);
+  return session;
+}
+
+/**
+ * Chromium drops input sent to a new document until it has painted (paint holding), and on a
+ * loaded machine that can outlast page.goto: the first press of a drag was lost that way while
+ * the moves and the release after it arrived. So no test starts until a pointer move has been
+ * seen by the page, which proves input flows; then the page's record starts empty.
+ */
+async function inputReaches(s: Session): Promise<void> {
+  await waitFor(
+    async () => {
+      const x = 5 + (Date.now() % 2); // a move to where the pointer already is generates no event
+      await ok(s, 'move_mouse', { x, y: 5 });
+      await sleep(100);
+      return s.page.evaluate((x) => (window as any).events.some((e: Ev) => e.type === 'mousemove' && e.x === x && e.y === 5), x);
+    },
+    15_000,
+    'input to reach the page',
+  );
+  await clear(s);
 }
 
 before(async () => {
