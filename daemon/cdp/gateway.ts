@@ -1,13 +1,26 @@
-import type { IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { request } from 'undici';
-import WebSocket, { WebSocketServer, type RawData } from 'ws';
+import type { Writable } from 'node:stream';
+import * as ws from 'ws';
+import { BadRequestError } from '../../src/errors.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
+
+/** ws's frame reader and writer: exported by ws (Receiver, Sender), untyped in @types/ws. */
+interface WsFraming {
+  Receiver: new (o: { isServer: boolean; maxPayload: number; skipUTF8Validation: boolean }) => Writable;
+  Sender: { frame(data: Buffer, o: { fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean }): Buffer[] };
+}
+const { Receiver, Sender } = ws as unknown as WsFraming;
 
 export const CDP_PATH = '/browser/cdp';
 /** Screenshots of large viewports are tens of MB of base64; ws's 100 MiB default is too tight for traces. */
 const MAX_PAYLOAD = 512 * 1024 * 1024;
+/** How long a connection whose client sent Browser.close waits for the answer before it is cut anyway. */
+const CLOSE_ANSWER_MS = 2000;
+const OPCODES = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
 
 export interface GatewayDeps {
   sessions: SessionManager;
@@ -16,17 +29,13 @@ export interface GatewayDeps {
 
 /**
  * The only way into a session's Chromium: checks the jwt before a byte reaches the browser, then
- * relays websocket frames both ways. Each connection holds the session active while it is open.
+ * relays the connection. The client's own handshake is passed on to Chromium, whose answer goes
+ * back unchanged, so the browser-to-client direction is a plain byte splice (no frame is parsed:
+ * that is where the traffic is). Only the client-to-browser direction is read frame by frame,
+ * with ws's own Receiver, so a client's Browser.close can end just that connection, never the
+ * session. Each connection holds the session active while it is open.
  */
 export class CdpGateway {
-  // Frames are relayed, not read: validating their UTF-8 on the way through is wasted work.
-  private readonly wss = new WebSocketServer({
-    noServer: true,
-    perMessageDeflate: false,
-    maxPayload: MAX_PAYLOAD,
-    skipUTF8Validation: true,
-  });
-
   constructor(private readonly deps: GatewayDeps) {}
 
   /** Resolves a jwt to its running session, or throws 401/404. */
@@ -45,58 +54,125 @@ export class CdpGateway {
   /** The websocket upgrade of CDP_PATH: refused (throws) before any byte reaches Chromium unless the jwt holds. */
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const session = await this.sessionFor(url.searchParams.get('jwt'));
-    const upstream = new WebSocket(session.chromium.wsUrl, {
-      perMessageDeflate: false,
-      maxPayload: MAX_PAYLOAD,
-      skipUTF8Validation: true,
-    });
-    await new Promise<void>((resolve, reject) => {
-      upstream.once('open', resolve);
-      upstream.once('error', reject);
-    });
-    if (socket.destroyed) {
-      upstream.terminate();
-      return;
+    const key = req.headers['sec-websocket-key'];
+    if (req.headers['sec-websocket-version'] !== '13' || typeof key !== 'string' || !/^[A-Za-z0-9+/]{22}==$/.test(key)) {
+      throw new BadRequestError('not a websocket handshake (Sec-WebSocket-Key and Sec-WebSocket-Version: 13 are required)');
     }
-    this.wss.handleUpgrade(req, socket, head, (client) => this.relay(session, client, upstream));
+    const { upstream, accept, upstreamHead } = await openUpstream(session.chromium.wsUrl, key);
+    if (socket.destroyed) return void upstream.destroy();
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    if (upstreamHead.length) socket.write(upstreamHead);
+    try {
+      this.relay(session, socket, upstream, head);
+    } catch (err) {
+      // Past the 101 an HTTP error answer would corrupt the stream: the connection just ends.
+      socket.destroy();
+      upstream.destroy();
+      this.deps.log('cdp relay failed', { session: session.id, error: String(err), stack: (err as Error).stack });
+    }
   }
 
-  private relay(session: LiveSession, client: WebSocket, upstream: WebSocket): void {
-    const release = session.hold('cdp', () => client.close(1001, 'browser session ended'));
+  private relay(session: LiveSession, client: Duplex, upstream: Socket, head: Buffer): void {
+    let closed = false;
     const closeBoth = () => {
+      if (closed) return;
+      closed = true;
       release();
-      if (client.readyState !== WebSocket.CLOSED) client.terminate();
-      if (upstream.readyState !== WebSocket.CLOSED) upstream.terminate();
+      client.destroy();
+      upstream.destroy();
     };
-    client.on('message', (data: RawData, isBinary: boolean) => {
-      if (!isBinary && interceptBrowserClose(data as Buffer, client)) return;
-      if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary: isBinary });
+    const release = session.hold('cdp', closeBoth);
+    upstream.setNoDelay(true);
+    (client as Socket).setNoDelay?.(true);
+    upstream.pipe(client);
+
+    const receiver = new Receiver({ isServer: true, maxPayload: MAX_PAYLOAD, skipUTF8Validation: true });
+    const send = (data: Buffer, opcode: number) => {
+      const frame = Sender.frame(data, { fin: true, rsv1: false, opcode, mask: true, readOnly: false });
+      const flushed = upstream.write(frame.length === 1 ? frame[0]! : Buffer.concat(frame));
+      if (!flushed) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
+      }
+    };
+    receiver.on('message', (data: Buffer, isBinary: boolean) => {
+      const close = isBinary ? undefined : browserClose(data);
+      if (close) return this.endOnAnswer(close, upstream, client, send, closeBoth);
+      send(data, isBinary ? OPCODES.binary : OPCODES.text);
     });
-    upstream.on('message', (data: RawData, isBinary: boolean) => {
-      if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
+    receiver.on('ping', (data: Buffer) => send(data, OPCODES.ping));
+    receiver.on('pong', (data: Buffer) => send(data, OPCODES.pong));
+    // The client's close goes to Chromium, whose answering close frame reaches the client through the splice.
+    receiver.on('conclude', (code: number, reason: Buffer) => {
+      const body = code === 1005 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([code >> 8, code & 0xff]), reason]);
+      send(body, OPCODES.close);
+      client.pause();
     });
+    receiver.on('error', closeBoth);
+    client.on('data', (chunk: Buffer) => receiver.write(chunk));
+    if (head.length) receiver.write(head);
     client.on('close', closeBoth);
     upstream.on('close', closeBoth);
     client.on('error', closeBoth);
     upstream.on('error', closeBoth);
   }
+
+  /**
+   * A client's Browser.close must not end the session (Kernel semantics): Chromium answers it as a
+   * harmless Browser.getVersion with the same id (so the answer arrives in order, through the
+   * splice), and once it has passed, only this connection is closed.
+   */
+  private endOnAnswer(close: { id: number; sessionId?: string }, upstream: Socket, client: Duplex, send: (data: Buffer, opcode: number) => void, closeBoth: () => void): void {
+    client.pause();
+    const marker = Buffer.from(`{"id":${close.id},`);
+    const timer = setTimeout(closeBoth, CLOSE_ANSWER_MS);
+    const watch = (chunk: Buffer) => {
+      if (!chunk.includes(marker)) return;
+      upstream.off('data', watch);
+      clearTimeout(timer);
+      // After this chunk is written: the answer has reached the client.
+      client.end(() => closeBoth());
+    };
+    upstream.on('data', watch);
+    send(Buffer.from(JSON.stringify({ id: close.id, method: 'Browser.getVersion', ...(close.sessionId ? { sessionId: close.sessionId } : {}) })), OPCODES.text);
+  }
 }
 
-/**
- * A client's Browser.close must not end the session (Kernel semantics): answer it as Chromium
- * would and drop only that client's connection. The substring test keeps JSON.parse off the hot path.
- */
-function interceptBrowserClose(data: Buffer, client: WebSocket): boolean {
-  if (data.length > 512 || !data.includes('"Browser.close"')) return false;
-  let msg: { id?: number; method?: string; sessionId?: string };
+/** The id (and session) of a Browser.close command; the substring test keeps JSON.parse off the hot path. */
+function browserClose(data: Buffer): { id: number; sessionId?: string } | undefined {
+  if (data.length > 512 || !data.includes('"Browser.close"')) return undefined;
   try {
-    msg = JSON.parse(data.toString('utf8'));
+    const msg = JSON.parse(data.toString('utf8')) as { id?: unknown; method?: unknown; sessionId?: unknown };
+    if (msg.method !== 'Browser.close' || typeof msg.id !== 'number') return undefined;
+    return { id: msg.id, ...(typeof msg.sessionId === 'string' ? { sessionId: msg.sessionId } : {}) };
   } catch {
-    return false;
+    return undefined;
   }
-  if (msg.method !== 'Browser.close') return false;
-  client.send(JSON.stringify({ id: msg.id, result: {}, ...(msg.sessionId ? { sessionId: msg.sessionId } : {}) }), () =>
-    client.close(1000, 'Browser.close ends this connection, not the session'),
-  );
-  return true;
+}
+
+/** Opens Chromium's browser websocket with the client's own key, so Chromium's accept value is the client's. */
+function openUpstream(wsUrl: string, key: string): Promise<{ upstream: Socket; accept: string; upstreamHead: Buffer }> {
+  const target = new URL(wsUrl);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: target.hostname,
+      port: target.port,
+      path: target.pathname,
+      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13' },
+    });
+    req.once('upgrade', (res, upstream, upstreamHead) => {
+      const accept = res.headers['sec-websocket-accept'];
+      if (typeof accept !== 'string') {
+        upstream.destroy();
+        return reject(new Error('Chromium answered the upgrade without Sec-WebSocket-Accept'));
+      }
+      resolve({ upstream, accept, upstreamHead });
+    });
+    req.once('response', (res) => {
+      res.resume();
+      reject(new Error(`Chromium refused the websocket: HTTP ${res.statusCode}`));
+    });
+    req.once('error', reject);
+    req.end();
+  });
 }
