@@ -1,7 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { ZipArchive } from 'archiver';
-import ignore, { type Ignore } from 'ignore';
+import type { Ignore } from 'ignore';
 
 /** Never uploaded: the daemon installs dependencies itself, and history is not app code. */
 const ALWAYS_SKIPPED = new Set(['.git', 'node_modules']);
@@ -17,6 +16,8 @@ export interface AppFiles {
  * .gitignore files exclude (each applying below its own directory, as in git), .git and node_modules.
  */
 export async function appFiles(root: string): Promise<AppFiles> {
+  // Loaded by the commands that upload, not by every command at start-up.
+  const { default: ignore } = await import('ignore');
   const files: string[] = [];
   const skippedLinks: string[] = [];
   const walk = async (rel: string, rules: { base: string; ig: Ignore }[]): Promise<void> => {
@@ -40,6 +41,7 @@ export async function appFiles(root: string): Promise<AppFiles> {
 
 /** A zip of those files, in memory: an app's sources are small, and the upload needs the whole. */
 export async function zipFiles(root: string, files: string[]): Promise<Buffer> {
+  const { ZipArchive } = await import('archiver');
   const archive = new ZipArchive({ zlib: { level: 9 } });
   const chunks: Buffer[] = [];
   archive.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -1,9 +1,7 @@
-import { createElement as h, type ReactNode } from 'react';
-import { Box, render, Static, Text } from 'ink';
-import Spinner from 'ink-spinner';
 import type { DaemonInfo } from '../src/config.js';
-import { runningDaemon, startDaemon } from './daemon-control.js';
-import { colorEnabled, duration } from './output.js';
+import { runningDaemon, startDaemon, type DaemonStartOptions } from './daemon-control.js';
+import { duration } from './output.js';
+import type { ViewState } from './progress-view.js';
 
 /** What a long-running piece of work reports while it runs. */
 export interface Progress {
@@ -25,39 +23,11 @@ export interface ProgressOptions<T> {
 /** Animation only on a terminal: a pipe or a file gets plain output. */
 export const animated = (stream: NodeJS.WriteStream = process.stdout) => Boolean(stream.isTTY);
 
-interface ViewState {
-  label: string;
-  bar?: { done: number; total: number; text?: string };
-  logs: { key: number; line: string }[];
-  outcome?: { ok: boolean; text: string };
-}
-
-const BAR_WIDTH = 24;
-
-function bar({ done, total, text }: NonNullable<ViewState['bar']>): string {
-  const filled = total > 0 ? Math.round((Math.min(done, total) / total) * BAR_WIDTH) : 0;
-  return `${'█'.repeat(filled)}${'░'.repeat(BAR_WIDTH - filled)} ${text ?? `${done}/${total}`}`;
-}
-
 /** 1.5 MB, 830 kB, 12 B. */
 export function formatBytes(n: number): string {
   if (n < 1000) return `${n} B`;
   if (n < 1_000_000) return `${(n / 1000).toFixed(0)} kB`;
   return `${(n / 1_000_000).toFixed(1)} MB`;
-}
-
-function ProgressView({ state }: { state: ViewState }): ReactNode {
-  // Ink's own colour detection ignores NO_COLOR.
-  const color = (c: string) => (colorEnabled() ? c : undefined);
-  const line = state.outcome
-    ? h(Text, { color: color(state.outcome.ok ? 'green' : 'red') }, `${state.outcome.ok ? '✓' : '✗'} ${state.outcome.text}`)
-    : h(Box, { gap: 1 }, h(Text, { color: color('cyan') }, state.bar ? bar(state.bar) : h(Spinner, { type: 'dots' })), h(Text, null, state.label));
-  return h(
-    Box,
-    { flexDirection: 'column' },
-    h(Static<ViewState['logs'][number]>, { items: state.logs, children: (item) => h(Text, { key: item.key }, item.line) }),
-    line,
-  );
 }
 
 /**
@@ -69,11 +39,13 @@ export async function withProgress<T>(label: string, work: (p: Progress) => Prom
     return work({ status: () => {}, progress: () => {}, log: (line) => void process.stdout.write(`${line}\n`) });
   }
   const started = Date.now();
+  // Ink and React cost a third of a second to load: only commands that draw on a terminal pay it.
+  const { ProgressScreen } = await import('./progress-view.js');
   const state: ViewState = { label, logs: [] };
-  const ink = render(h(ProgressView, { state: { ...state } }), { interactive: true, patchConsole: false, exitOnCtrlC: false });
+  const screen = new ProgressScreen(state);
   const update = (patch: Partial<ViewState>) => {
     Object.assign(state, patch);
-    ink.rerender(h(ProgressView, { state: { ...state, logs: [...state.logs] } }));
+    screen.draw(state);
   };
   let n = 0;
   try {
@@ -89,8 +61,7 @@ export async function withProgress<T>(label: string, work: (p: Progress) => Prom
     update({ outcome: { ok: false, text: state.label } });
     throw err;
   } finally {
-    ink.unmount();
-    await ink.waitUntilExit().catch(() => {});
+    await screen.close();
   }
 }
 
@@ -173,7 +144,7 @@ export async function downloadWithProgress(
 }
 
 /** The local daemon, started with a spinner when it is not running yet. */
-export async function startDaemonWithProgress(opts: { host?: string; port?: number } = {}): Promise<DaemonInfo> {
+export async function startDaemonWithProgress(opts: DaemonStartOptions = {}): Promise<DaemonInfo> {
   return (await runningDaemon()) ?? withProgress('starting the daemon', () => startDaemon(opts), {
     done: (info, ms) => `daemon started at ${info.base_url} (${duration(ms)})`,
   });

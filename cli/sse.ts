@@ -1,4 +1,3 @@
-import { Stream } from '@onkernel/sdk/core/streaming';
 import { apiError } from './api-error.js';
 
 /**
@@ -12,6 +11,8 @@ export async function* sseEvents<T>(url: string, apiKey: string | undefined, sig
     signal,
   });
   if (!res.ok) throw apiError(res.status, await res.text());
+  // Loaded here, not at start-up: only the commands that follow a stream pay for the SDK.
+  const { Stream } = await import('@onkernel/sdk/core/streaming');
   const controller = new AbortController();
   const abort = () => controller.abort();
   signal.addEventListener('abort', abort, { once: true });

@@ -1,5 +1,3 @@
-import { createElement as h } from 'react';
-import { render } from 'ink';
 import { Command } from 'commander';
 import { RbrowseClient } from '../../src/client.js';
 import { openInDesktopBrowser } from '../commands/browsers.js';
@@ -8,7 +6,6 @@ import { readDaemonInfo } from '../daemon-control.js';
 import { covers } from '../operations.js';
 import { colorEnabled, EXIT } from '../output.js';
 import { WatchConnection } from './connection.js';
-import { Dashboard } from './dashboard.js';
 
 export function watchCommand(): Command {
   const cmd = new Command('watch')
@@ -35,6 +32,8 @@ export function watchCommand(): Command {
         if (!info) throw new Error('the daemon is not running');
         return info.base_url === first.baseUrl ? first : new RbrowseClient(info.base_url, first.apiKey);
       };
+      // The dashboard's modules (Ink, React) load only when it is drawn, not with every command.
+      const [{ createElement: h }, { render }, { Dashboard }] = await Promise.all([import('react'), import('ink'), import('./dashboard.js')]);
       const connection = new WatchConnection(current);
       const ink = render(
         h(Dashboard, {
