@@ -74,8 +74,11 @@ export class DisplayAllocator {
         },
         stop: stopAll,
       };
+      // The screen has its size before the window manager starts: matchbox reads it once, and a
+      // kiosk window made fullscreen by a manager that read the framebuffer's size was 2560 wide.
+      await display.resize(req.width, req.height);
       wm = spawn(this.bins.wm, ['-use_titlebar', 'no'], { stdio: 'ignore', detached: true, env });
-      await Promise.all([display.resize(req.width, req.height), this.windowManagerReady(env)]);
+      await this.windowManagerReady(env);
       return display;
     } catch (err) {
       await stopAll();
