@@ -44,7 +44,14 @@ function logTail(file: string, lines = 15): string {
  * Starts the daemon in the background (or finds it running) and waits until it answers /health.
  * Its output goes to logs/daemon.log, whose tail explains a failed start.
  */
-export async function startDaemon(opts: { host?: string; port?: number } = {}): Promise<DaemonInfo> {
+export interface DaemonStartOptions {
+  host?: string;
+  port?: number;
+  /** The standby set, as `--standby` takes it (src/standby.ts). */
+  standby?: string;
+}
+
+export async function startDaemon(opts: DaemonStartOptions = {}): Promise<DaemonInfo> {
   const running = await runningDaemon();
   if (running) return running;
   const p = paths();
@@ -53,7 +60,7 @@ export async function startDaemon(opts: { host?: string; port?: number } = {}): 
   const entry = fileURLToPath(new URL('./daemon.js', import.meta.url));
   const child = spawn(
     process.execPath,
-    [entry, '--host', opts.host ?? DEFAULT_HOST, '--port', String(opts.port ?? defaultPort())],
+    [entry, '--host', opts.host ?? DEFAULT_HOST, '--port', String(opts.port ?? defaultPort()), ...(opts.standby !== undefined ? ['--standby', opts.standby] : [])],
     { detached: true, stdio: ['ignore', logFd, logFd], env: { ...process.env, RBROWSE_HOME: p.home } },
   );
   closeSync(logFd);

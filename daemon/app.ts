@@ -28,6 +28,8 @@ import { Stealth } from './stealth/stealth.js';
 import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './reaper.js';
 import { SessionManager } from './sessions/manager.js';
+import { Standby } from './ready/standby.js';
+import type { StandbyEntry } from '../src/standby.js';
 import { Store } from './store.js';
 import { WatchFeed } from './watch/feed.js';
 import { watchHandlers } from './watch/handlers.js';
@@ -38,6 +40,8 @@ export interface DaemonOptions {
   host: string;
   port: number;
   chromiumPath: string;
+  /** The standby set (src/standby.ts); empty: every create launches its own browser. */
+  standby: StandbyEntry[];
   log: (msg: string, extra?: object) => void;
 }
 
@@ -88,7 +92,15 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   // Chromium's own sandbox refuses to run as root; the namespace sandbox comes with bubblewrap.
   const noSandbox = process.getuid?.() === 0;
   const stealth = new Stealth({ chromiumPath: opts.chromiumPath, noSandbox, home: opts.home, log: opts.log });
-  const sessions = new SessionManager({
+  // The standby set launches through the session manager, which takes from it: built around each other.
+  const standby = new Standby({
+    entries: opts.standby,
+    launch: (kind) => sessions.startReady(kind),
+    busy: () => sessions.busy,
+    log: opts.log,
+  });
+  const sessions: SessionManager = new SessionManager({
+    standby,
     store,
     tokens,
     publicUrl,
@@ -120,7 +132,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const server = await buildServer({
     auth,
     log: opts.log,
-    handlers: { ...systemHandlers(auth, gateway, publicUrl), ...browserHandlers(sessions), ...poolHandlers(pools),
+    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby), ...browserHandlers(sessions), ...poolHandlers(pools),
       ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
@@ -146,6 +158,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       baseUrl = baseUrlFor(opts.host, port);
       sessions.startInactivityChecks();
       pools.start();
+      standby.start();
       return baseUrl;
     },
     async close() {
@@ -153,6 +166,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       pools.close();
       await invocations.close();
       await deployments.close();
+      await standby.close();
       await sessions.endAll('daemon_stop');
       await server.close();
     },

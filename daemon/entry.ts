@@ -6,7 +6,7 @@ const arg = (name: string) => {
   return i > 0 ? process.argv[i + 1] : undefined;
 };
 const port = arg('--port');
-runDaemon({ host: arg('--host'), port: port === undefined ? undefined : Number(port) }).catch((err) => {
+runDaemon({ host: arg('--host'), port: port === undefined ? undefined : Number(port), standby: arg('--standby') }).catch((err) => {
   log('daemon failed to start', { error: (err as Error).message });
   process.exit(1);
 });

@@ -5,10 +5,13 @@ import { VERSION } from '../src/version.js';
 import { createDaemon } from './app.js';
 import { isAlive } from './browser/procs.js';
 import { resolveChromium } from '../src/system-deps.js';
+import { parseStandby } from '../src/standby.js';
 
 export interface RunOptions {
   host?: string;
   port?: number;
+  /** The standby set; RBROWSE_STANDBY, else src/standby.ts's default. */
+  standby?: string;
 }
 
 /** One JSON line per event on stderr: the foreground log, or logs/daemon.log when started in the background. */
@@ -45,7 +48,8 @@ export async function runDaemon(opts: RunOptions = {}): Promise<void> {
   const port = opts.port ?? defaultPort();
   let daemon: Awaited<ReturnType<typeof createDaemon>>;
   try {
-    daemon = await createDaemon({ home, host, port, chromiumPath: resolveChromium(), log });
+    const standby = parseStandby(opts.standby ?? process.env.RBROWSE_STANDBY);
+    daemon = await createDaemon({ home, host, port, chromiumPath: resolveChromium(), standby, log });
     await daemon.listen();
   } catch (err) {
     await rm(paths.lockFile, { force: true });

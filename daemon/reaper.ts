@@ -18,15 +18,19 @@ export async function reapLeftovers(opts: {
   /** Runs first, while the orphans' browsers may still run: a feature keeps what they wrote (a profile saved with save_changes). */
   salvage?: (orphans: SessionRecord[]) => Promise<void>;
 }): Promise<void> {
-  const orphaned = opts.store.data.sessions.filter((s) => !s.deleted_at);
+  // A session still has its runtime while its processes may run: live ones, and deleted ones whose
+  // background teardown (a profile's save among it) the crash interrupted.
+  const orphaned = opts.store.data.sessions.filter((s) => !s.deleted_at || s.runtime);
   await opts.salvage?.(orphaned).catch((err: unknown) => opts.log('salvage of orphaned sessions failed', { error: String(err) }));
   const killed = await killMarked(opts.home);
   if (orphaned.length) {
     const now = new Date().toISOString();
     await opts.store.update(() => {
       for (const s of orphaned) {
-        s.deleted_at = now;
-        s.end_reason = 'daemon_restart';
+        if (!s.deleted_at) {
+          s.deleted_at = now;
+          s.end_reason = 'daemon_restart';
+        }
         delete s.runtime;
       }
     });

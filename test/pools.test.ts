@@ -5,7 +5,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import Kernel, { ConflictError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
-import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { processesGone, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;
 let kernel: Kernel;
@@ -211,7 +211,7 @@ describe('browser pools', () => {
     assert.equal((await release(pool.id, { session_id: id, reuse: false })).status, 204);
     assert.equal((await d.api('GET', `/browsers/${id}`)).status, 404, 'the old one is gone');
     assert.ok((await d.api('GET', `/browsers/${id}?include_deleted=true`)).body.deleted_at);
-    assert.deepEqual(await findMarkedProcesses(d.home, id), [], 'and so are its processes');
+    await processesGone(d.home, id); // and so are its processes
     await settle(pool.id, 1, 0);
     const [fresh] = await poolSessions(pool.id);
     assert.notEqual(fresh.session_id, id, 'a new one was made');
@@ -297,7 +297,7 @@ describe('browser pools', () => {
     await settle(pool.id, 1, 1);
     await kernel.browserPools.delete(pool.id, { force: true });
     assert.ok((await d.api('GET', `/browsers/${leased.session_id}?include_deleted=true`)).body.deleted_at);
-    assert.deepEqual(await findMarkedProcesses(d.home, leased.session_id), []);
+    await processesGone(d.home, leased.session_id);
     await assertSdkError(NotFoundError, () => kernel.browserPools.retrieve(pool.id));
   });
 

@@ -10,7 +10,7 @@ import { chromium } from 'playwright';
 import * as tar from 'tar';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { packUserData, unpackUserData } from '../daemon/profiles/archive.js';
-import { killDaemonHard, ROOT, startTestDaemon, waitFor, type ApiResponse, type TestDaemon } from './helpers/daemon.js';
+import { killDaemonHard, ROOT, startTestDaemon, tornDown, waitFor, type ApiResponse, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
 let d: TestDaemon;
@@ -43,9 +43,11 @@ async function startSession(profile: object, key?: string) {
   return s;
 }
 
+/** Deletes a session and waits for its background teardown (the save, with save_changes) to finish. */
 async function endSession(id: string) {
   expectStatus(await d.api('DELETE', `/browsers/${id}`), 204, `delete session ${id}`);
   sessions.delete(id);
+  await tornDown(d, id);
 }
 
 /** Opens the fixtures page in the session and runs fn there (Playwright over the session's CDP URL). */
@@ -342,6 +344,7 @@ describe('profiles', { timeout: 600_000 }, () => {
     assert.equal(browser.profile?.id, created.id);
     await kernel.browsers.deleteByID(browser.session_id);
     sessions.delete(browser.session_id);
+    await tornDown(d, browser.session_id); // its save is done
     const tarball = await kernel.profiles.download(created.id, { format: 'tar' });
     assert.equal(tarball.status, 200);
     assert.ok((await tarEntries(Buffer.from(await tarball.arrayBuffer()))).includes('Default/Preferences'));

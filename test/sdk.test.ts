@@ -27,7 +27,8 @@ describe('@onkernel/sdk against the daemon', () => {
   let kernel: Kernel;
 
   before(async () => {
-    daemon = await startTestDaemon();
+    // With the default standby set: SDK code gets standby browsers as it would from a default daemon.
+    daemon = await startTestDaemon({ env: { RBROWSE_STANDBY: 'headless=1,headful=1' } });
     kernel = new Kernel({ apiKey: daemon.apiKey, baseURL: daemon.baseUrl, maxRetries: 0 });
   });
 

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
-import { startTestDaemon, upgradeStatus, type TestDaemon } from './helpers/daemon.js';
+import { startTestDaemon, tornDown, upgradeStatus, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -14,7 +14,8 @@ let d: TestDaemon;
 let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
 
 before(async () => {
-  d = await startTestDaemon();
+  // With the default standby set, so default creates here are served by standby browsers.
+  d = await startTestDaemon({ env: { RBROWSE_STANDBY: 'headless=1,headful=1' } });
   fixtures = await startFixtureServer();
 });
 after(async () => {
@@ -51,7 +52,8 @@ describe('sessions', () => {
     for (const sub of ['home/user-data', 'home/Downloads', 'home/.config', 'home/.cache', 'tmp']) assert.ok(existsSync(join(dir, sub)), sub);
     assert.ok((await findMarkedProcesses(d.home, s.session_id)).length > 0, 'its own Chromium runs');
     assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
-    assert.equal(existsSync(dir), false, 'its directories are deleted with it');
+    // Both go in the background, right after the answer.
+    await tornDown(d, s.session_id); // its directories are deleted with it
     assert.deepEqual(await findMarkedProcesses(d.home, s.session_id), [], 'and its processes');
   });
 

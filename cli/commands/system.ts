@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Command, InvalidArgumentError } from 'commander';
 import { baseUrlFor, DEFAULT_HOST, defaultPort } from '../../src/config.js';
+import { DEFAULT_STANDBY, parseStandby } from '../../src/standby.js';
 import { RbrowseClient } from '../../src/client.js';
 import { checkSystemDeps, installCommand } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
@@ -16,6 +17,15 @@ function port(value: string): number {
   return n;
 }
 
+function standbySpec(value: string): string {
+  try {
+    parseStandby(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return value;
+}
+
 export function daemonCommand(): Command {
   const daemon = new Command('daemon').description('the local rbrowse daemon');
   daemon
@@ -24,14 +34,19 @@ export function daemonCommand(): Command {
     .option('--port <port>', 'port to listen on (default 7331, or RBROWSE_PORT)', port)
     .option('--host <host>', 'address to listen on', DEFAULT_HOST)
     .option('--foreground', 'run in the foreground, logging to stderr')
-    .addHelpText('after', '\nExample:\n  rbrowse daemon start --port 7331')
+    .option(
+      '--standby <spec>',
+      `browsers kept launched for instant creates: 0 (off), N of each default, or headless|headful[@WxH[@R]][=N],... (default ${DEFAULT_STANDBY}, or RBROWSE_STANDBY)`,
+      standbySpec,
+    )
+    .addHelpText('after', '\nExamples:\n  rbrowse daemon start --port 7331\n  rbrowse daemon start --standby headless=2,headful@1024x768')
     .action(async (o) => {
       if (o.foreground) {
         const { runDaemon } = await import('../../daemon/main.js');
-        await runDaemon({ host: o.host, port: o.port });
+        await runDaemon({ host: o.host, port: o.port, standby: o.standby });
         return;
       }
-      const info = await startDaemonWithProgress({ host: o.host, port: o.port });
+      const info = await startDaemonWithProgress({ host: o.host, port: o.port, standby: o.standby });
       process.stdout.write(`${info.base_url}\n`);
     });
   daemon

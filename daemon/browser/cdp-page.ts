@@ -1,4 +1,4 @@
-import { cdpCommands } from '../browser/chromium.js';
+import { cdpCommands } from './chromium.js';
 
 export type PageSend = (method: string, params?: object) => Promise<any>;
 
@@ -16,4 +16,31 @@ export async function withActivePage<T>(wsUrl: string, run: (send: PageSend) => 
     result = await run((method, params) => send(method, params, sessionId));
   });
   return result;
+}
+
+/**
+ * Waits until the browser's first page target exists and its renderer answers: what a client
+ * connecting to a browser that has just started would otherwise wait for (a standby browser is
+ * handed out only once this holds).
+ */
+export async function warmUp(wsUrl: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  await cdpCommands(wsUrl, async (send) => {
+    for (;;) {
+      const { targetInfos } = (await send('Target.getTargets')) as { targetInfos: { targetId: string; type: string }[] };
+      const page = targetInfos.find((t) => t.type === 'page');
+      if (page) {
+        const { sessionId } = await send('Target.attachToTarget', { targetId: page.targetId, flatten: true });
+        await send('Runtime.evaluate', { expression: 'document.readyState' }, sessionId);
+        return;
+      }
+      if (Date.now() > deadline) throw new Error('the browser opened no page');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  });
+}
+
+/** Loads url in the browser's active page in place of what it shows (its history keeps one entry). */
+export async function navigate(wsUrl: string, url: string): Promise<void> {
+  await withActivePage(wsUrl, (send) => send('Page.navigate', { url }));
 }

@@ -1,6 +1,6 @@
 import type { LiveSession } from '../sessions/live-session.js';
 import { NOTCH_PIXELS, sleep, textRuns, type InputBackend } from './backend.js';
-import { withActivePage, type PageSend } from './cdp-page.js';
+import { withActivePage, type PageSend } from '../browser/cdp-page.js';
 import { keyByName, modifierBits, type Key } from './keys.js';
 import { releaseOps, type Button, type Op } from './plan.js';
 import type { Rect } from './backend.js';

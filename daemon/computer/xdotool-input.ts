@@ -2,7 +2,7 @@ import { execa } from 'execa';
 import type { LiveSession } from '../sessions/live-session.js';
 import { textRuns, type InputBackend } from './backend.js';
 import { CdpInput } from './cdp-input.js';
-import { withActivePage } from './cdp-page.js';
+import { withActivePage } from '../browser/cdp-page.js';
 import { releaseOps, type Button, type Op } from './plan.js';
 import type { Rect } from './backend.js';
 

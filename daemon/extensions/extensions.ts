@@ -155,6 +155,10 @@ export class Extensions implements SessionFeature {
     this.selected(org, body.extensions ?? []);
   }
 
+  needsLaunch(body: CreateBrowserBody): boolean {
+    return (body.extensions?.length ?? 0) > 0;
+  }
+
   async launch(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
     const selected = this.selected(ctx.org, ctx.body.extensions ?? []);
     if (selected.length === 0) return undefined;

@@ -238,6 +238,11 @@ export class Invocations implements SessionFeature {
     this.assertOpen(this.find(org, body.invocation_id));
   }
 
+  /** Nothing of an invocation is decided at launch: a standby browser takes it on the same way. */
+  handOver(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
+    return this.launch(ctx);
+  }
+
   async launch(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
     const id = ctx.body.invocation_id;
     if (id === undefined) return undefined;

@@ -12,8 +12,9 @@ import { ApiError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { SessionManager } from '../sessions/manager.js';
-import type { OrgRecord, SessionRecord, Store } from '../store.js';
+import type { OrgRecord, PoolRecord, SessionRecord, Store } from '../store.js';
 import { configFromCreate, configFromUpdate, defaultAcquireTimeoutMs, launchIntervalMs, sessionBody } from './config.js';
+import { Refill } from '../ready/refill.js';
 import { LivePool } from './live-pool.js';
 
 export interface PoolManagerDeps {
@@ -23,9 +24,6 @@ export interface PoolManagerDeps {
   /** What a pool's profile and extension selectors resolve to now (the SDK reads these ids). */
   references?: (org: OrgRecord, config: BrowserPoolConfig) => { extension_ids: string[]; profile_id?: string };
 }
-
-const MAX_BACKOFF_MS = 60_000;
-const backoffMs = (failures: number) => Math.min(1000 * 2 ** (failures - 1), MAX_BACKOFF_MS);
 
 /**
  * Keeps each pool's idle browsers, fills pools in the background at their fill rate, and leases
@@ -39,7 +37,7 @@ export class PoolManager {
   private readonly changeListeners: (() => void)[] = [];
 
   constructor(private readonly deps: PoolManagerDeps) {
-    for (const record of deps.store.data.pools) this.pools.set(record.id, new LivePool(record));
+    for (const record of deps.store.data.pools) this.pools.set(record.id, this.livePool(record));
     deps.sessions.onSessionEnd((record) => this.sessionEnded(record));
   }
 
@@ -66,7 +64,7 @@ export class PoolManager {
   close(): void {
     this.closing = true;
     for (const pool of this.pools.values()) {
-      pool.stopTimer();
+      pool.refill.stop();
       pool.waiters.cancelAll();
     }
   }
@@ -74,7 +72,7 @@ export class PoolManager {
   async create(org: OrgRecord, body: CreatePoolBody): Promise<BrowserPool> {
     if (body.name) this.assertNameFree(org, body.name);
     const record = { id: newId(), org_id: org.id, created_at: new Date().toISOString(), config: this.checked(org, configFromCreate(body)) };
-    const pool = new LivePool(record);
+    const pool = this.livePool(record);
     // Registered before the write so a concurrent create of the same name already sees it.
     this.pools.set(pool.id, pool);
     await this.deps.store.update((s) => void s.pools.push(record));
@@ -110,8 +108,7 @@ export class PoolManager {
       await this.endIdle(pool, pool.total - config.size, 'pool_resized');
     }
     // The rate may have changed: recompute when the next launch is due.
-    pool.stopTimer();
-    this.fill(pool);
+    pool.refill.reschedule();
     this.changed();
     return this.view(pool);
   }
@@ -123,7 +120,7 @@ export class PoolManager {
       throw new ConflictError(`browser pool ${idOrName} has ${leased} leased browser(s); release them or delete with force`);
     }
     pool.removed = true;
-    pool.stopTimer();
+    pool.refill.stop();
     this.pools.delete(pool.id);
     pool.waiters.cancelAll(new NotFoundError(`browser pool ${idOrName} was deleted`));
     await this.deps.store.update((s) => void (s.pools = s.pools.filter((p) => p.id !== pool.id)));
@@ -131,7 +128,7 @@ export class PoolManager {
     pool.idle.clear();
     pool.leased.clear();
     this.changed();
-    await Promise.all([pool.inflight, ...ids.map((id) => this.deps.sessions.end(id, 'pool_deleted'))]);
+    await Promise.all([pool.refill.inflight, ...ids.map((id) => this.deps.sessions.end(id, 'pool_deleted'))]);
   }
 
   async flush(org: OrgRecord, idOrName: string): Promise<void> {
@@ -236,58 +233,46 @@ export class PoolManager {
     this.fill(pool);
   }
 
-  /** Starts the next launch when the pool is short and its rate allows, else schedules it. */
   private fill(pool: LivePool): void {
-    // One launch at a time per pool: Chromium start-up is CPU-bound, and the rate spaces them anyway.
-    if (this.closing || pool.removed || pool.launching > 0 || pool.timer) return;
-    if (pool.total >= pool.config.size) return;
-    const due = Math.max(pool.lastLaunchAt + launchIntervalMs(pool.config), pool.retryAt);
-    const wait = due - Date.now();
-    if (wait > 0) {
-      pool.timer = setTimeout(() => {
-        pool.timer = undefined;
-        this.fill(pool);
-      }, wait);
-      return;
-    }
-    pool.lastLaunchAt = Date.now();
-    pool.inflight = this.launch(pool);
+    if (!this.closing && !pool.removed) pool.refill.kick();
   }
 
-  private async launch(pool: LivePool): Promise<void> {
-    const generation = pool.generation;
-    pool.launching++;
-    let id: string | undefined;
-    try {
-      const org = this.deps.store.data.orgs.find((o) => o.id === pool.record.org_id);
-      if (!org) throw new NotFoundError(`organization ${pool.record.org_id} not found`);
-      id = (await this.deps.sessions.create(org, sessionBody(pool.config), { pool: pool.ref })).session_id;
-      pool.failures = 0;
-      delete pool.lastError;
-    } catch (err) {
-      if (!this.closing && !pool.removed) this.launchFailed(pool, err);
-    } finally {
-      pool.launching--;
-    }
-    if (id) {
-      const unwanted = this.closing || pool.removed || generation !== pool.generation || pool.total >= pool.config.size;
-      if (unwanted) await this.deps.sessions.end(id, 'pool_surplus');
-      else this.offer(pool, id);
-    }
-    this.fill(pool);
+  /** A pool's running side, filled by the shared ready-browsers mechanism at the pool's rate. */
+  private livePool(record: PoolRecord): LivePool {
+    const pool = new LivePool(record);
+    let generation = 0;
+    pool.refill = new Refill<string>({
+      short: () => !this.closing && !pool.removed && pool.total < pool.config.size,
+      intervalMs: () => launchIntervalMs(pool.config),
+      launch: async () => {
+        generation = pool.generation;
+        const org = this.deps.store.data.orgs.find((o) => o.id === pool.record.org_id);
+        if (!org) throw new NotFoundError(`organization ${pool.record.org_id} not found`);
+        return (await this.deps.sessions.create(org, sessionBody(pool.config), { pool: pool.ref })).session_id;
+      },
+      place: async (id) => {
+        const unwanted = this.closing || pool.removed || generation !== pool.generation || pool.total >= pool.config.size;
+        if (unwanted) await this.deps.sessions.end(id, 'pool_surplus');
+        else this.offer(pool, id);
+      },
+      succeeded: () => {
+        if (pool.lastError) this.changed();
+        delete pool.lastError;
+      },
+      failed: (err, failures) => this.launchFailed(pool, err, failures),
+    });
+    return pool;
   }
 
   /** Never handed out: the failure is kept on the pool (last_error) and the launch retried later. */
-  private launchFailed(pool: LivePool, err: unknown): void {
-    pool.failures++;
-    pool.retryAt = Date.now() + backoffMs(pool.failures);
+  private launchFailed(pool: LivePool, err: unknown, failures: number): void {
     const inner = err instanceof ApiError ? (err.inner ?? { code: err.code, message: err.message }) : undefined;
     pool.lastError = {
       code: inner?.code ?? 'browser_start_failed',
       message: inner?.message ?? String((err as Error)?.message ?? err),
       occurred_at: new Date().toISOString(),
     };
-    this.deps.log('pool launch failed', { pool: pool.id, failures: pool.failures, error: pool.lastError.message });
+    this.deps.log('pool launch failed', { pool: pool.id, failures, error: pool.lastError.message });
     this.changed();
   }
 

@@ -99,6 +99,8 @@ export class Profiles implements SessionFeature {
 
   /** Refused (409) while any session, launching or live, uses the profile. */
   async delete(org: OrgRecord, idOrName: string): Promise<void> {
+    // Sessions that ended but are still saving it are waited for, not counted as users.
+    await this.leases.saved(this.find(org, idOrName).id);
     const record = this.find(org, idOrName);
     const users = this.leases.sessionsOf(record.id);
     if (users.length) {
@@ -138,13 +140,19 @@ export class Profiles implements SessionFeature {
     if (body.profile) this.selected(org, body.profile);
   }
 
+  needsLaunch(body: CreateBrowserBody): boolean {
+    return body.profile !== undefined;
+  }
+
   async launch(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
     const selection = ctx.body.profile;
     if (!selection) return undefined;
+    // A session that ended a moment ago may still be saving this profile: load what it wrote.
+    await this.leases.saved(this.selected(ctx.org, selection).id);
     const profile = this.selected(ctx.org, selection);
     const save = selection.save_changes === true;
-    // Taken before anything is awaited: the single-writer rule holds against concurrent creates.
-    const release = this.leases.take(profile.id, ctx.record.id, save, label(profile));
+    // Taken before anything else is awaited: the single-writer rule holds against concurrent creates.
+    const { release, ending } = this.leases.take(profile.id, ctx.record.id, save, label(profile));
     try {
       await unpackUserData(this.archive(profile.id), ctx.dirs.userData);
       await this.deps.store.update(() => void (profile.last_used_at = new Date().toISOString()));
@@ -157,6 +165,7 @@ export class Profiles implements SessionFeature {
     const userData = ctx.dirs.userData;
     return {
       release,
+      stopping: ending,
       ...(save ? { closed: ({ graceful }) => this.saveBack(session, userData, graceful) } : {}),
     };
   }

@@ -42,6 +42,8 @@ export class Proxies implements SessionFeature {
   private readonly secrets: ProxySecrets;
   /** Session id -> the proxy its forwarder routes through now (launching sessions included). */
   private readonly routes = new Map<string, string>();
+  /** Session id -> its forwarder, from launch to release (a standby hand-over routes it). */
+  private readonly forwarders = new Map<string, SessionForwarder>();
 
   constructor(private readonly deps: ProxiesDeps) {
     this.secrets = new ProxySecrets(join(deps.credentialsDir, 'proxies'));
@@ -138,31 +140,45 @@ export class Proxies implements SessionFeature {
   }
 
   /** Every session gets a forwarder, so a PATCH can add a proxy to a session created without one. */
-  async launch({ org, body, record }: LaunchContext): Promise<FeatureLaunch> {
+  async launch(ctx: LaunchContext): Promise<FeatureLaunch> {
+    const { record } = ctx;
     const forwarder = await SessionForwarder.start();
     const session = record.id;
+    this.forwarders.set(session, forwarder);
     try {
-      if (body.proxy_id) {
-        await this.routeSession(forwarder, session, this.find(org, body.proxy_id));
-        record.proxy_id = body.proxy_id;
-      }
+      await this.handOver(ctx);
     } catch (err) {
       this.routes.delete(session);
+      this.forwarders.delete(session);
       await forwarder.close();
       throw err;
     }
     return {
       args: [`--proxy-server=${forwarder.proxyServer}`],
       update: async (patch) => {
-        // null or omitted: unchanged; "": direct from now on.
+        // null or omitted: unchanged; "": direct from now on. The record's org, not the launch's:
+        // a standby browser is launched before it belongs to anyone.
         if (typeof patch.proxy_id !== 'string') return;
-        await this.routeSession(forwarder, session, patch.proxy_id === '' ? undefined : this.find(org, patch.proxy_id));
+        const proxy = patch.proxy_id === '' ? undefined : this.find({ id: record.org_id }, patch.proxy_id);
+        await this.routeSession(forwarder, session, proxy);
       },
+      // An ended session no longer holds its proxy, though its forwarder runs until Chromium is gone.
+      stopping: () => void this.routes.delete(session),
       release: async () => {
         this.routes.delete(session);
+        this.forwarders.delete(session);
         await forwarder.close();
       },
     };
+  }
+
+  /** Routes the session's forwarder through the body's proxy, if it names one. */
+  async handOver({ org, body, record }: LaunchContext): Promise<undefined> {
+    const forwarder = this.forwarders.get(record.id);
+    if (!body.proxy_id || !forwarder) return undefined;
+    await this.routeSession(forwarder, record.id, this.find(org, body.proxy_id));
+    record.proxy_id = body.proxy_id;
+    return undefined;
   }
 
   private async routeSession(forwarder: SessionForwarder, session: string, proxy: ProxyRecord | undefined): Promise<void> {
@@ -186,7 +202,7 @@ export class Proxies implements SessionFeature {
     return upstreamFor({ protocol: proxy.protocol, ...proxy.config, bypass_hosts: proxy.bypass_hosts }, password);
   }
 
-  private find(org: OrgRecord, id: string): ProxyRecord {
+  private find(org: Pick<OrgRecord, 'id'>, id: string): ProxyRecord {
     const record = this.deps.store.data.proxies.find((p) => p.id === id && p.org_id === org.id);
     if (!record) throw new NotFoundError(`proxy ${id} not found`);
     return record;

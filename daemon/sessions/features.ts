@@ -23,6 +23,10 @@ export interface FeatureLaunch {
   args?: string[];
   /** After Chromium is up, before the session is handed out; wsUrl is the browser's own CDP endpoint. */
   started?(browser: { wsUrl: string }): Promise<void>;
+  /** The session has ended (it is deleted and its clients are gone); its browser is about to be
+   * closed in the background. Synchronous: what the session held for others to see (a proxy in
+   * use, a profile about to be saved) is updated before DELETE answers. */
+  stopping?(): void;
   /** After Chromium has exited (graceful: it closed by itself on Browser.close), before the session's
    * directories are removed: where a profile's user data is written back. */
   closed?(info: { graceful: boolean }): Promise<void>;
@@ -43,6 +47,12 @@ export interface SessionFeature {
   check?(org: OrgRecord, body: CreateBrowserBody): void;
   /** Before Chromium starts; undefined when the session does not use this feature. */
   launch?(ctx: LaunchContext): Promise<FeatureLaunch | undefined>;
+  /** Whether the body asks for something only a launch can give (a profile's user data, extensions,
+   * stealth flags): such a create never takes a standby browser. */
+  needsLaunch?(body: CreateBrowserBody): boolean;
+  /** A standby browser (launched with an empty body) becomes this body's session: what launch would
+   * have done for the body, done to the running browser; its `started` runs at once. */
+  handOver?(ctx: LaunchContext): Promise<FeatureLaunch | undefined>;
   /** Refuses a PATCH before anything of it is applied. */
   checkUpdate?(org: OrgRecord, record: SessionRecord, body: UpdateBrowserBody): void;
   /** Fields this feature adds to the session's API object. */

@@ -164,6 +164,27 @@ export class LiveSession {
     return this.record.id;
   }
 
+  /** The session's directories on the daemon's side. */
+  get dirs(): SessionDirs {
+    return sessionDirs(this.deps.sessionsDir, this.id);
+  }
+
+  /** A path below dirs.home or dirs.tmp as the browser sees it (the sandbox maps them elsewhere). */
+  insidePath(hostPath: string): string {
+    const { home, tmp } = this.dirs;
+    return this.deps.sandbox.insidePath({ home, tmp }, hostPath);
+  }
+
+  /** Counts as activity now: a standby browser handed over starts its inactivity countdown afresh. */
+  touch(): void {
+    this.lastActivity = Date.now();
+  }
+
+  /** A feature taken on after the launch (at a standby hand-over); stopped with the session like the rest. */
+  adopt(launch: FeatureLaunch): void {
+    this.features.push(launch);
+  }
+
   get isStopping(): boolean {
     return this.stopping !== undefined;
   }
@@ -209,7 +230,7 @@ export class LiveSession {
 
   /** Filesystem operations inside this session's sandbox. */
   get files(): FileOps {
-    const dirs = sessionDirs(this.deps.sessionsDir, this.id);
+    const dirs = this.dirs;
     this.fileOps ??= new FileOps(this.deps.sandbox, { home: dirs.home, tmp: dirs.tmp }, {
       PATH: this.env.PATH!,
       ...markedEnv(this.deps.home, this.id),
@@ -251,6 +272,7 @@ export class LiveSession {
   stop(): Promise<{ graceful: boolean }> {
     this.stopping ??= (async () => {
       for (const close of [...this.closers.keys()]) close();
+      for (const f of this.features) f.stopping?.();
       const graceful = await this.chromium.close();
       for (const f of this.features) {
         await f.closed?.({ graceful }).catch((err: unknown) => this.deps.log?.('session feature failed at close', { session: this.id, error: String(err) }));
@@ -262,7 +284,7 @@ export class LiveSession {
       // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
       await killMarked(this.deps.home, this.id);
       await Promise.allSettled(this.features.map(async (f) => f.release?.()));
-      await removeTree(sessionDirs(this.deps.sessionsDir, this.id).root);
+      await removeTree(this.dirs.root);
       return { graceful };
     })();
     return this.stopping;

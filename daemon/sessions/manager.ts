@@ -14,7 +14,9 @@ import { paginate, type ListPage as Page } from '../paging.js';
 import type { OrgRecord, SessionRecord, Store } from '../store.js';
 import type { SessionTokens, TokenScope } from '../tokens.js';
 import type { FeatureLaunch, SessionFeature } from './features.js';
-import { LiveSession, type RuntimeDeps } from './live-session.js';
+import { LiveSession, type PrepareFeatures, type RuntimeDeps } from './live-session.js';
+import { navigate, warmUp } from '../browser/cdp-page.js';
+import type { Standby } from '../ready/standby.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
 /** The spec's inactivity check period. */
@@ -29,7 +31,12 @@ export interface SessionManagerDeps {
   log: (msg: string, extra?: object) => void;
   /** What sessions may carry (profiles, extensions, proxies, stealth, invocations), run in this order. */
   features?: SessionFeature[];
+  /** Ready browsers a matching create takes instead of launching one (see daemon/ready/standby.ts). */
+  standby?: Pick<Standby, 'take'>;
 }
+
+/** Whom a standby browser's features see while it launches: it belongs to no organization yet. */
+const NO_ORG: OrgRecord = { id: '', name: '', created_at: '' };
 
 export type ListPage = Page<BrowserSession>;
 
@@ -47,6 +54,8 @@ export class SessionManager {
   /** Set once the daemon stops: no new session may start after endAll has looked. */
   private closing = false;
   private readonly launching = new Set<Promise<unknown>>();
+  /** Sessions ended but still stopping their processes (see end()). */
+  private readonly teardowns = new Set<Promise<unknown>>();
   private readonly endListeners: ((record: SessionRecord) => void)[] = [];
   /** Where a session's inactivity countdown may start at the earliest; Infinity while suspended. */
   private readonly countdownFrom = new Map<string, number>();
@@ -131,8 +140,10 @@ export class SessionManager {
     if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
     const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
     if (nameKey) this.pendingNames.add(nameKey);
-    const launch = this.launch(org, body, viewport, opts);
-    this.launching.add(launch);
+    const ready = this.canHandOver(body, opts) ? this.deps.standby?.take(body.headless ?? false, viewport) : undefined;
+    const launch = ready ? this.handOver(ready, org, body) : this.launch(org, body, viewport, opts);
+    // Only cold launches count: a standby refill waits for them, not for hand-overs.
+    if (!ready) this.launching.add(launch);
     try {
       return await launch;
     } finally {
@@ -141,15 +152,35 @@ export class SessionManager {
     }
   }
 
-  private async launch(
-    org: OrgRecord,
-    body: CreateBrowserBody,
-    viewport: Viewport,
-    opts: CreateOptions,
-  ): Promise<BrowserSession> {
-    const id = newId();
+  /** Creates are launching browsers of their own now (standby refills wait for them). */
+  get busy(): boolean {
+    return this.launching.size > 0;
+  }
+
+  /**
+   * A browser launched ahead of demand (standby): a session of no organization, not stored, with
+   * its page target up and its renderer warm. handOver() makes it a caller's session.
+   */
+  async startReady(kind: { headless: boolean; viewport: Viewport }): Promise<LiveSession> {
+    const record = this.newRecord(newId(), NO_ORG, { headless: kind.headless }, kind.viewport);
+    const session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record));
+    try {
+      await warmUp(session.chromium.wsUrl);
+    } catch (err) {
+      await session.stop();
+      throw err;
+    }
+    return session;
+  }
+
+  /** A create that launch-time settings do not rule out of a ready browser (kiosk, profile, extensions, stealth...). */
+  private canHandOver(body: CreateBrowserBody, opts: CreateOptions): boolean {
+    return !opts.pool && !body.kiosk_mode && !this.features.some((f) => f.needsLaunch?.(body));
+  }
+
+  private newRecord(id: string, org: OrgRecord, body: CreateBrowserBody, viewport: Viewport, opts: CreateOptions = {}): SessionRecord {
     const headless = body.headless ?? false;
-    const record: SessionRecord = {
+    return {
       id,
       org_id: org.id,
       created_at: new Date().toISOString(),
@@ -158,31 +189,51 @@ export class SessionManager {
       kiosk_mode: body.kiosk_mode ?? false,
       timeout_seconds: body.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
       viewport,
-      jwt: await this.deps.tokens.sign(id, org.id, 'cdp'),
-      ...(headless ? {} : { live_jwt: await this.deps.tokens.sign(id, org.id, 'live') }),
+      jwt: '',
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(body.tags ? { tags: body.tags } : {}),
       ...(body.start_url ? { start_url: body.start_url } : {}),
       ...(body.persistence ? { persistence: body.persistence } : {}),
       ...(opts.pool ? { pool: opts.pool } : {}),
     };
+  }
+
+  /** The jwts of a session of the org: issued once it is the org's (a standby browser has none). */
+  private async sign(record: SessionRecord): Promise<void> {
+    record.jwt = await this.deps.tokens.sign(record.id, record.org_id, 'cdp');
+    if (!record.headless) record.live_jwt = await this.deps.tokens.sign(record.id, record.org_id, 'live');
+  }
+
+  /** What a session's features set up around its launch, in order; all given back if one fails. */
+  private featureLaunches(org: OrgRecord, body: CreateBrowserBody, record: SessionRecord): PrepareFeatures {
+    return async (ctx) => {
+      const launches: FeatureLaunch[] = [];
+      try {
+        for (const feature of this.features) {
+          const launched = await feature.launch?.({ ...ctx, org, body, record });
+          if (launched) launches.push(launched);
+        }
+      } catch (err) {
+        await releaseAll(launches);
+        throw err;
+      }
+      return launches;
+    };
+  }
+
+  private async launch(
+    org: OrgRecord,
+    body: CreateBrowserBody,
+    viewport: Viewport,
+    opts: CreateOptions,
+  ): Promise<BrowserSession> {
+    const record = this.newRecord(newId(), org, body, viewport, opts);
+    await this.sign(record);
     let session: LiveSession;
     try {
-      session = await LiveSession.start(record, this.deps.runtime, async (ctx) => {
-        const launches: FeatureLaunch[] = [];
-        try {
-          for (const feature of this.features) {
-            const launched = await feature.launch?.({ ...ctx, org, body, record });
-            if (launched) launches.push(launched);
-          }
-        } catch (err) {
-          await releaseAll(launches);
-          throw err;
-        }
-        return launches;
-      });
+      session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record));
     } catch (err) {
-      this.deps.log('session start failed', { session: id, error: (err as Error).message });
+      this.deps.log('session start failed', { session: record.id, error: (err as Error).message });
       // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
       if (err instanceof ApiError) throw err;
       throw new InternalError('the browser could not be started', {
@@ -190,11 +241,43 @@ export class SessionManager {
         message: (err as Error).message.slice(0, 2000),
       });
     }
+    return this.register(session);
+  }
+
+  /**
+   * Makes a standby browser the org's session, as if launched for this body: its own id, jwts,
+   * timeout, labels, proxy and start URL; its inactivity countdown starts now. Nothing else of it
+   * was ever seen by anyone, so it is as fresh as a cold one.
+   */
+  private async handOver(session: LiveSession, org: OrgRecord, body: CreateBrowserBody): Promise<BrowserSession> {
+    const { record } = session;
+    Object.assign(record, this.newRecord(record.id, org, body, record.viewport));
+    session.touch();
+    try {
+      await this.sign(record);
+      for (const feature of this.features) {
+        const launched = await feature.handOver?.({ org, body, record, dirs: session.dirs, insidePath: (p) => session.insidePath(p) });
+        if (!launched) continue;
+        session.adopt(launched);
+        await launched.started?.({ wsUrl: session.chromium.wsUrl });
+      }
+      if (body.start_url) await navigate(session.chromium.wsUrl, body.start_url);
+    } catch (err) {
+      this.track(session.stop());
+      if (err instanceof ApiError) throw err;
+      throw new InternalError('the browser could not be started', { code: 'browser_start_failed', message: String((err as Error).message) });
+    }
+    return this.register(session);
+  }
+
+  /** A started session becomes live: findable, watched for its browser's exit, stored. */
+  private async register(session: LiveSession): Promise<BrowserSession> {
+    const { record } = session;
     record.runtime = { chromium_pid: session.chromium.pid, xvfb_pid: session.display?.pid, display: session.display?.number };
-    this.live.set(id, session);
+    this.live.set(record.id, session);
     session.onClientsChange(() => this.changed());
     void session.chromium.exited.then(() => {
-      if (!session.isStopping) void this.end(id, 'browser_exited');
+      if (!session.isStopping) void this.end(record.id, 'browser_exited');
     });
     await this.deps.store.update((s) => void s.sessions.push(record));
     this.changed();
@@ -308,30 +391,51 @@ export class SessionManager {
     // Creates already launching finish first, so their browsers are ended too, not orphaned.
     await Promise.allSettled([...this.launching]);
     await Promise.all([...this.live.keys()].map((id) => this.end(id, reason)));
+    await this.settled();
   }
 
   /**
-   * Stops the processes, then records the end, so a session reads as deleted only once nothing of
-   * it runs. Idempotent; concurrent callers share one stop.
+   * Ends a session: it reads as deleted, its jwts stop working and its clients are disconnected
+   * before this resolves; closing Chromium (Browser.close first, so cookies and profiles are
+   * flushed), saving a profile and removing directories go on in the background (`settled()`
+   * waits for them). Idempotent; concurrent callers share one end.
    */
   async end(id: string, reason: string): Promise<void> {
     const session = this.live.get(id);
-    let graceful: boolean | undefined;
     if (session) {
-      ({ graceful } = await session.stop());
       this.live.delete(id);
       this.countdownFrom.delete(id);
+      this.track(this.teardown(session, reason));
     }
     const record = this.deps.store.data.sessions.find((s) => s.id === id);
     if (record && !record.deleted_at) {
       await this.deps.store.update(() => {
         record.deleted_at = new Date().toISOString();
         record.end_reason = reason;
-        delete record.runtime;
       });
-      this.deps.log('session ended', { session: id, reason, graceful });
       for (const listener of this.endListeners) listener(record);
       this.changed();
+    }
+  }
+
+  /** Resolves once every teardown begun so far (and those they start) has finished. */
+  async settled(): Promise<void> {
+    while (this.teardowns.size) await Promise.allSettled([...this.teardowns]);
+  }
+
+  private track(work: Promise<unknown>): void {
+    const tracked = work.finally(() => this.teardowns.delete(tracked));
+    this.teardowns.add(tracked);
+  }
+
+  /** The background half of end(): the processes stop, then the record forgets where they ran. */
+  private async teardown(session: LiveSession, reason: string): Promise<void> {
+    try {
+      const { graceful } = await session.stop();
+      if (session.record.runtime) await this.deps.store.update(() => void delete session.record.runtime);
+      this.deps.log('session ended', { session: session.id, reason, graceful });
+    } catch (err) {
+      this.deps.log('session teardown failed', { session: session.id, reason, error: String(err), stack: (err as Error).stack });
     }
   }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { CreateBrowserBody } from '../../src/api/schemas.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import { probeIdentity, withoutHeadless, type BrowserIdentity } from './identity.js';
 import { initScript } from './init-script.js';
@@ -48,6 +49,10 @@ export class Stealth implements SessionFeature {
   private identity?: Promise<BrowserIdentity>;
 
   constructor(private readonly deps: StealthDeps) {}
+
+  needsLaunch(body: CreateBrowserBody): boolean {
+    return body.stealth === true;
+  }
 
   async launch(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
     if (!ctx.record.stealth) return undefined;

@@ -14,7 +14,14 @@ export const ErrorBodySchema = Type.Object(
   { description: 'The error body of every error response' },
 );
 
-export const HealthSchema = Type.Object({ status: Type.Literal('ok') });
+export const HealthSchema = Type.Object({
+  status: Type.Literal('ok'),
+  standby: Type.Optional(
+    Type.Record(Type.String(), Type.Object({ ready: Type.Integer({ minimum: 0 }), wanted: Type.Integer({ minimum: 0 }) }), {
+      description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted',
+    }),
+  ),
+});
 
 export const ViewportSchema = Type.Object(
   {

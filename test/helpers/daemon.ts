@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,7 +40,9 @@ export function cleanEnv(home: string): Record<string, string> {
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !k.startsWith('KERNEL_') && !k.startsWith('RBROWSE_')) env[k] = v;
   }
-  return { ...env, RBROWSE_HOME: home, RBROWSE_PORT: '0', NO_COLOR: '1' };
+  // No standby browsers unless a test asks (RBROWSE_STANDBY in `env`): most tests count the
+  // processes and directories of a home, and standby ones would be among them.
+  return { ...env, RBROWSE_HOME: home, RBROWSE_PORT: '0', RBROWSE_STANDBY: '0', NO_COLOR: '1' };
 }
 
 export async function callApi<T = any>(
@@ -147,4 +150,14 @@ export function upgradeStatus(url: string): Promise<number> {
     });
     ws.once('error', () => resolve(-1));
   });
+}
+
+/** Waits until no process of a session (or of the whole home) runs: an ended session stops them in the background. */
+export async function processesGone(home: string, marker?: string, timeoutMs = 20_000): Promise<void> {
+  await waitFor(async () => (await findMarkedProcesses(home, marker)).length === 0, timeoutMs, `the processes of ${marker ?? home} to be gone`);
+}
+
+/** Waits until an ended session's background teardown is over: its directory (removed last) is gone. */
+export async function tornDown(d: TestDaemon, id: string, timeoutMs = 30_000): Promise<void> {
+  await waitFor(() => !existsSync(join(d.home, 'sessions', id)), timeoutMs, `session ${id} to be torn down`);
 }

@@ -1,0 +1,291 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import Kernel from '@onkernel/sdk';
+import { chromium, type Browser } from 'playwright';
+import puppeteer from 'puppeteer-core';
+import WebSocket from 'ws';
+import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { parseStandby } from '../src/standby.js';
+import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { startFixtureServer } from './helpers/fixtures.js';
+import { startFixtureProxy, TEST_HOST, type FixtureProxy } from './helpers/forward-proxy.js';
+
+const HEADLESS = 'headless@1920x1080@25';
+const HEADFUL = 'headful@1920x1080@25';
+
+let d: TestDaemon;
+let kernel: Kernel;
+let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
+let proxy: FixtureProxy;
+
+before(async () => {
+  fixtures = await startFixtureServer();
+  proxy = await startFixtureProxy({ label: 'standby-proxy' });
+  // The default standby set: one default headless and one default headful browser.
+  d = await startTestDaemon({ env: { RBROWSE_STANDBY: 'headless=1,headful=1' } });
+  kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+});
+after(async () => {
+  await d?.stop();
+  await fixtures?.close();
+  await proxy?.close();
+});
+
+async function daemonLog(t: TestDaemon): Promise<Record<string, any>[]> {
+  const text = await readFile(join(t.home, 'logs', 'daemon.log'), 'utf8');
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+/** The ids of the browsers the daemon launched ahead of demand, so far. */
+async function standbyIds(t: TestDaemon): Promise<string[]> {
+  return (await daemonLog(t)).filter((l) => l.msg === 'standby browser ready').map((l) => l.session);
+}
+
+async function readyCount(t: TestDaemon, kind: string): Promise<number> {
+  const health = await t.api('GET', '/health', undefined, null);
+  assert.equal(health.status, 200);
+  return health.body.standby?.[kind]?.ready ?? 0;
+}
+
+const standbyReady = (t: TestDaemon, kind: string) => waitFor(async () => (await readyCount(t, kind)) >= 1, 60_000, `a ${kind} standby browser`);
+
+async function pageOf(cdpUrl: string): Promise<{ browser: Browser; page: import('playwright').Page }> {
+  const browser = await chromium.connectOverCDP(cdpUrl);
+  const pages = browser.contexts()[0]!.pages();
+  assert.equal(pages.length, 1, 'one page');
+  return { browser, page: pages[0]! };
+}
+
+describe('warm standby', { timeout: 300_000 }, () => {
+  test('a create takes a ready browser, which is refilled, and carries nothing of the session before it', async () => {
+    await standbyReady(d, HEADLESS);
+    const a = await kernel.browsers.create({ headless: true });
+    assert.ok((await standbyIds(d)).includes(a.session_id), 'the create was served by a standby browser');
+    assert.equal(await readyCount(d, HEADLESS), 0, 'taken');
+
+    const { browser, page } = await pageOf(a.cdp_ws_url);
+    await page.goto(`${fixtures.url}/hello.html`);
+    await page.evaluate(() => {
+      document.cookie = 'left=behind; max-age=86400; path=/';
+      localStorage.setItem('left', 'behind');
+    });
+    await browser.close();
+    const written = await fetch(`${d.baseUrl}/browsers/${a.session_id}/fs/write_file?path=${encodeURIComponent('/home/kernel/Downloads/left.txt')}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/octet-stream' },
+      body: 'behind',
+    });
+    assert.equal(written.status, 201, await written.text());
+    await kernel.browsers.deleteByID(a.session_id);
+
+    // Refilled in the background with a browser of its own.
+    await standbyReady(d, HEADLESS);
+    const b = await kernel.browsers.create({ headless: true });
+    assert.notEqual(b.session_id, a.session_id);
+    assert.ok((await standbyIds(d)).includes(b.session_id), 'the next create was served by the refill');
+    const next = await pageOf(b.cdp_ws_url);
+    try {
+      assert.equal(next.page.url(), 'about:blank');
+      assert.equal(await next.page.evaluate(() => history.length), 1, 'no history');
+      await next.page.goto(`${fixtures.url}/hello.html`);
+      assert.equal(await next.page.evaluate(() => document.cookie), '', 'no cookies');
+      assert.equal(await next.page.evaluate(() => localStorage.length), 0, 'no localStorage');
+      assert.deepEqual(await next.browser.contexts()[0]!.cookies(), []);
+    } finally {
+      await next.browser.close();
+    }
+    const listed = await d.api('GET', `/browsers/${b.session_id}/fs/list_files?path=${encodeURIComponent('/home/kernel/Downloads')}`);
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.body, [], 'no files or downloads of the session before');
+    await kernel.browsers.deleteByID(b.session_id);
+  });
+
+  test("a handed-over browser gets the request's proxy, start URL, name, tags, timeout and jwts of its own", async () => {
+    const created = await d.api('POST', '/proxies', { type: 'custom', config: { host: '127.0.0.1', port: proxy.port } });
+    assert.equal(created.status, 200, created.text);
+    await standbyReady(d, HEADLESS);
+    const startUrl = `http://${TEST_HOST}/start`;
+    const s = await kernel.browsers.create({
+      headless: true,
+      proxy_id: created.body.id,
+      start_url: startUrl,
+      name: 'warm-one',
+      tags: { team: 'a' },
+      timeout_seconds: 120,
+    } as never);
+    assert.ok((await standbyIds(d)).includes(s.session_id), 'served by a standby browser');
+    assert.equal(s.proxy_id, created.body.id);
+    assert.equal((s as any).name, 'warm-one');
+    assert.deepEqual((s as any).tags, { team: 'a' });
+    assert.equal(s.timeout_seconds, 120);
+    const jwt = new URL(s.cdp_ws_url).searchParams.get('jwt');
+    assert.ok(jwt && jwt.split('.').length === 3, 'a jwt of its own');
+    const { browser, page } = await pageOf(s.cdp_ws_url);
+    try {
+      await waitFor(async () => (await page.title()) === 'standby-proxy', 15_000, 'the start URL through the proxy');
+      assert.equal(page.url(), startUrl);
+      assert.ok(proxy.seen.includes(`GET ${startUrl}`), `the proxy served it: ${proxy.seen.join(', ')}`);
+    } finally {
+      await browser.close();
+    }
+    const listed = await kernel.browsers.list();
+    const mine = (listed as any).items ?? (listed as any).data ?? listed;
+    assert.ok(JSON.stringify(mine).includes(s.session_id), 'listed');
+    await kernel.browsers.deleteByID(s.session_id);
+    assert.equal((await d.api('DELETE', `/proxies/${created.body.id}`)).status, 204, 'the proxy is free at once after the delete');
+  });
+
+  test('the default headful session is warm too: its own display at 1920x1080, a live view jwt of its own', async () => {
+    await standbyReady(d, HEADFUL);
+    const s = await kernel.browsers.create({});
+    assert.ok((await standbyIds(d)).includes(s.session_id), 'served by a standby browser');
+    assert.ok(s.browser_live_view_url, 'a live view URL');
+    const liveJwt = new URL(s.browser_live_view_url!).searchParams.get('jwt');
+    assert.notEqual(liveJwt, new URL(s.cdp_ws_url).searchParams.get('jwt'));
+    const live = await fetch(s.browser_live_view_url!);
+    assert.equal(live.status, 200);
+    const { browser, page } = await pageOf(s.cdp_ws_url);
+    try {
+      assert.deepEqual(await page.evaluate(() => [screen.width, screen.height, innerWidth]), [1920, 1080, 1920]);
+    } finally {
+      await browser.close();
+    }
+    await kernel.browsers.deleteByID(s.session_id);
+  });
+
+  test('creates that need a launch-time setting take the cold path', async () => {
+    await standbyReady(d, HEADLESS);
+    const kiosk = await kernel.browsers.create({ headless: true, kiosk_mode: true });
+    const small = await kernel.browsers.create({ headless: true, viewport: { width: 1024, height: 768 } });
+    const ids = await standbyIds(d);
+    assert.ok(!ids.includes(kiosk.session_id) && !ids.includes(small.session_id), 'launched for the request');
+    assert.equal(await readyCount(d, HEADLESS), 1, 'the standby browser is still there');
+    for (const s of [kiosk, small]) await kernel.browsers.deleteByID(s.session_id);
+  });
+
+  test("a client's Browser.close, from Puppeteer or raw CDP, ends only its connection", async () => {
+    await standbyReady(d, HEADLESS);
+    const s = await kernel.browsers.create({ headless: true });
+    const pptr = await puppeteer.connect({ browserWSEndpoint: s.cdp_ws_url, defaultViewport: null });
+    await pptr.close();
+
+    const ws = new WebSocket(s.cdp_ws_url);
+    await new Promise((r, j) => ws.once('open', r).once('error', j));
+    const answer = new Promise<any>((r) => ws.on('message', (m) => r(JSON.parse(String(m)))));
+    const closed = new Promise<void>((r) => ws.once('close', () => r()));
+    ws.send(JSON.stringify({ id: 7, method: 'Browser.close' }));
+    assert.equal((await answer).id, 7, 'answered under its own id');
+    await closed;
+
+    assert.equal((await d.api('GET', `/browsers/${s.session_id}`)).body.deleted_at, undefined, 'the session lives');
+    const again = new WebSocket(s.cdp_ws_url);
+    await new Promise((r, j) => again.once('open', r).once('error', j));
+    const version = new Promise<any>((r) => again.on('message', (m) => r(JSON.parse(String(m)))));
+    again.send(JSON.stringify({ id: 1, method: 'Browser.getVersion' }));
+    assert.match((await version).result.product, /Chrome\//);
+    again.close();
+    await kernel.browsers.deleteByID(s.session_id);
+  });
+
+  test('a profile saved by a session deleted a moment ago reaches the next session that loads it', async () => {
+    const profile = await kernel.profiles.create({ name: 'standby-save' });
+    const a = await kernel.browsers.create({ headless: true, profile: { id: profile.id, save_changes: true } });
+    const first = await pageOf(a.cdp_ws_url);
+    await first.page.goto(`${fixtures.url}/hello.html`);
+    await first.page.evaluate(() => void (document.cookie = 'saved=yes; max-age=86400; path=/'));
+    await first.browser.close();
+    const deleted = await d.api('DELETE', `/browsers/${a.session_id}`);
+    assert.equal(deleted.status, 204);
+    // At once: the save is still under way in the background.
+    const b = await kernel.browsers.create({ headless: true, profile: { id: profile.id } });
+    const next = await pageOf(b.cdp_ws_url);
+    try {
+      await next.page.goto(`${fixtures.url}/hello.html`);
+      assert.equal(await next.page.evaluate(() => document.cookie), 'saved=yes');
+    } finally {
+      await next.browser.close();
+    }
+    await kernel.browsers.deleteByID(b.session_id);
+    await waitFor(async () => (await d.api('DELETE', `/profiles/${profile.id}`)).status === 204, 30_000, 'the profile to be free');
+  });
+});
+
+describe('DELETE answers at once', { timeout: 120_000 }, () => {
+  test('a deleted session is gone for its clients before the answer; daemon stop right after leaves no process', async () => {
+    const t = await startTestDaemon({ env: { RBROWSE_STANDBY: 'headful=1' } });
+    try {
+      const s = (await t.api('POST', '/browsers', { headless: true })).body;
+      const ws = new WebSocket(s.cdp_ws_url);
+      await new Promise((r, j) => ws.once('open', r).once('error', j));
+      const closed = new Promise<void>((r) => ws.once('close', () => r()));
+      assert.equal((await t.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
+      assert.ok((await t.api('GET', `/browsers/${s.session_id}?include_deleted=true`)).body.deleted_at, 'reads as deleted');
+      await closed;
+      const refused = await fetch(s.cdp_ws_url.replace(/^ws:/, 'http:').replace('/browser/cdp?', '/browser/cdp/json/version?'));
+      assert.equal(refused.status, 404, 'its jwt no longer opens anything');
+    } finally {
+      const stopped = await t.cli(['daemon', 'stop']);
+      assert.equal(stopped.exitCode, 0, stopped.stderr);
+      assert.deepEqual(await findMarkedProcesses(t.home), [], 'no browser, display or helper is left');
+      await t.stop();
+    }
+  });
+});
+
+describe('standby off', { timeout: 120_000 }, () => {
+  test('RBROWSE_STANDBY=0: nothing runs ahead of demand, and creates launch as before', async () => {
+    const t = await startTestDaemon({ env: { RBROWSE_STANDBY: '0' } });
+    try {
+      assert.deepEqual((await t.api('GET', '/health', undefined, null)).body, { status: 'ok', standby: {} });
+      assert.deepEqual(await findMarkedProcesses(t.home), [], 'no browser before a create');
+      const s = (await t.api('POST', '/browsers', { headless: true })).body;
+      assert.ok(s.cdp_ws_url);
+      assert.deepEqual(await standbyIds(t), []);
+      const { browser, page } = await pageOf(s.cdp_ws_url);
+      await page.goto(`${fixtures.url}/hello.html`);
+      assert.equal(await page.title(), 'rbrowse fixture');
+      await browser.close();
+      assert.equal((await t.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test('daemon start --standby refuses a bad set with a usage error', async () => {
+    const t = await startTestDaemon({ env: { RBROWSE_STANDBY: '0' } });
+    try {
+      await t.cli(['daemon', 'stop']);
+      const bad = await t.cli(['daemon', 'start', '--standby', 'headless@800x600']);
+      assert.equal(bad.exitCode, 2, bad.stderr);
+      assert.match(bad.stderr, /not a supported viewport/);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
+describe('the standby set (pure)', () => {
+  test('parses 0, N and lists; refuses what it cannot keep', () => {
+    const vp = { width: 1920, height: 1080, refresh_rate: 25 };
+    assert.deepEqual(parseStandby('0'), []);
+    assert.deepEqual(parseStandby(''), []);
+    assert.deepEqual(parseStandby(undefined), [
+      { headless: true, viewport: vp, count: 1 },
+      { headless: false, viewport: vp, count: 1 },
+    ]);
+    assert.deepEqual(parseStandby('2'), [
+      { headless: true, viewport: vp, count: 2 },
+      { headless: false, viewport: vp, count: 2 },
+    ]);
+    assert.deepEqual(parseStandby('headless=3, headful@1024x768'), [
+      { headless: true, viewport: vp, count: 3 },
+      { headless: false, viewport: { width: 1024, height: 768, refresh_rate: 60 }, count: 1 },
+    ]);
+    assert.deepEqual(parseStandby('headless=0'), []);
+    assert.throws(() => parseStandby('headles=1'), /not headless\|headful/);
+    assert.throws(() => parseStandby('headless@1024x768@25'), /not a supported viewport/);
+    assert.throws(() => parseStandby('headless=21'), /at most 20/);
+  });
+});
