@@ -119,7 +119,7 @@ describe('validation and errors', () => {
   test('auth: /health needs none; everything else needs a valid Bearer key', async () => {
     const health = await d.api('GET', '/health', undefined, null);
     assert.equal(health.status, 200);
-    assert.deepEqual(health.body, { status: 'ok' });
+    assert.deepEqual(health.body, { status: 'ok', standby: {} });
     assertErrorShape(await d.api('GET', '/browsers', undefined, null), 401, 'unauthorized');
     assertErrorShape(await d.api('POST', '/browsers', {}, 'sk_not_a_key'), 401, 'unauthorized');
     assertErrorShape(await d.api('GET', '/openapi.json', undefined, null), 401, 'unauthorized');
