@@ -8,6 +8,7 @@
  */
 import { createServer } from 'node:http';
 import { spawn } from 'node:child_process';
+import { connect, createServer as createNetServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 
@@ -16,10 +17,13 @@ export interface Relay {
   stop(): void;
 }
 
-/** Starts this file as a child process relaying to `target`. */
-export async function startRelay(target: string): Promise<Relay> {
+/**
+ * Starts this file as a child process relaying to `target`: `ws` relays frames with the ws
+ * library, `tcp` splices bytes (the floor of any relay in Node: no websocket work at all).
+ */
+export async function startRelay(target: string, mode: 'ws' | 'tcp' = 'ws'): Promise<Relay> {
   // execArgv carries tsx's loader, which the child needs to run a .ts file.
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), target], {
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), target, mode], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
@@ -53,4 +57,24 @@ function serve(target: string): void {
   process.stdin.resume();
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) serve(process.argv[2]!);
+/** Every connection gets its own TCP connection to the target's port, and bytes flow both ways untouched. */
+function splice(target: string): void {
+  const url = new URL(target);
+  const server = createNetServer((client) => {
+    const upstream = connect(Number(url.port), url.hostname);
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
+    client.pipe(upstream).pipe(client);
+    const end = () => (client.destroy(), upstream.destroy());
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  server.listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as { port: number };
+    process.stdout.write(`ws://127.0.0.1:${port}${url.pathname}\n`);
+  });
+  process.stdin.on('close', () => process.exit(0));
+  process.stdin.resume();
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) (process.argv[3] === 'tcp' ? splice : serve)(process.argv[2]!);

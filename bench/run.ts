@@ -1,67 +1,200 @@
 /**
- * rbrowse against raw Chromium on the same machine: session create, a full client cycle, and CDP
- * round trips through the gateway. The machine is shared and noisy, so what matters is the ratio
- * of each pair of runs, which are interleaved to spread the noise over both sides.
+ * rbrowse against raw Chromium on the same machine: session create (from a standby browser and
+ * cold), a full client cycle with its phases, CDP round trips through the gateway, a burst of
+ * sessions, CLI start-up and the daemon's own footprint. The machine is shared and noisy, so
+ * what matters is the ratio of each pair of runs, which are interleaved to spread the noise.
  *
  * Goals are informational: the exit code is 0 whether they pass or not, non-zero only on errors.
- * Sample counts can be overridden with BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS.
+ * Sample counts: BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS, BENCH_BURST, BENCH_CLI_RUNS,
+ * BENCH_LOAD_ROUNDS, BENCH_LOAD_MS.
  */
 import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { cliStartup, footprint, loadRound, type LoadRound } from './footprint.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
-import { alternate, cdpRoundTrips, daemonCreate, daemonCycle, rawCycle, rawLaunch, startHarness, type BenchContext } from './scenarios.js';
+import {
+  cdpRoundTrips,
+  createSession,
+  daemonCreate,
+  daemonCyclePhases,
+  deleteSession,
+  interleave,
+  rawCyclePhases,
+  rawLaunch,
+  standbyReady,
+  startHarness,
+  type BenchContext,
+  type CyclePhases,
+} from './scenarios.js';
 import { renderTable, summarize, type Comparison } from './stats.js';
 
 const CONFIG = {
   creates: intEnv('BENCH_CREATES', 15),
   createWarmup: 2,
-  cycles: intEnv('BENCH_CYCLES', 8),
+  cycles: intEnv('BENCH_CYCLES', 10),
   cycleWarmup: 1,
   rounds: intEnv('BENCH_ROUNDS', 20),
   callsPerRound: intEnv('BENCH_CALLS', 150),
   warmupCalls: 200,
+  burst: intEnv('BENCH_BURST', 30),
+  burstConcurrency: 5,
+  cliRuns: intEnv('BENCH_CLI_RUNS', 10),
+  loadRounds: intEnv('BENCH_LOAD_ROUNDS', 3),
+  loadMs: intEnv('BENCH_LOAD_MS', 15_000),
 };
 
-/** Starts everything the scenarios need and registers how to stop each part. */
-async function setUp(cleanups: (() => Promise<void>)[]): Promise<BenchContext> {
+interface Contexts {
+  /** Standby off: every create launches (the cold path). */
+  cold: BenchContext;
+  /** The default standby set: creates hand over a ready browser. */
+  warm: BenchContext;
+}
+
+async function setUp(cleanups: (() => Promise<void>)[]): Promise<Contexts> {
   const { executable, fixtures, raw, daemon } = await startHarness(cleanups);
-  progress(`daemon ${daemon.baseUrl}, chromium ${executable}, fixture ${fixtures.url}`);
-  return { daemon, raw, pageUrl: `${fixtures.url}/hello.html` };
+  const warm: TestDaemon = await startTestDaemon({ env: { RBROWSE_STANDBY: 'headless=1,headful=1' } });
+  cleanups.push(() => warm.stop());
+  progress(`daemons ${daemon.baseUrl} (standby off), ${warm.baseUrl} (default standby); chromium ${executable}`);
+  const pageUrl = `${fixtures.url}/hello.html`;
+  return { cold: { daemon, raw, pageUrl }, warm: { daemon: warm, raw, pageUrl } };
 }
 
-async function measure(ctx: BenchContext): Promise<Comparison[]> {
-  progress(`create: ${CONFIG.createWarmup} warm-up + ${CONFIG.creates} per side`);
-  const [creates, launches] = await alternate(CONFIG.createWarmup, CONFIG.creates, () => daemonCreate(ctx), () => rawLaunch(ctx));
+/** A create served by a standby browser: each sample waits (untimed) until one is ready again. */
+async function warmCreate(ctx: BenchContext): Promise<number> {
+  await standbyReady(ctx.daemon);
+  return daemonCreate(ctx);
+}
 
-  progress(`cycle: ${CONFIG.cycleWarmup} warm-up + ${CONFIG.cycles} per side`);
-  const [cycles, rawCycles] = await alternate(CONFIG.cycleWarmup, CONFIG.cycles, () => daemonCycle(ctx), () => rawCycle(ctx));
+async function warmCycle(ctx: BenchContext): Promise<CyclePhases> {
+  await standbyReady(ctx.daemon);
+  return daemonCyclePhases(ctx);
+}
 
-  progress(`cdp: ${CONFIG.rounds} rounds x ${CONFIG.callsPerRound} Runtime.evaluate per side`);
-  const cdp = await cdpRoundTrips(ctx, CONFIG);
+/** Wall time of `total` runs of `one`, `concurrency` at a time. */
+async function burst(total: number, concurrency: number, one: () => Promise<void>): Promise<number> {
+  let started = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (started < total) {
+        started++;
+        await one();
+      }
+    }),
+  );
+  return performance.now() - start;
+}
 
-  return [
-    { metric: 'create: POST /browsers vs spawn->DevTools', unit: 'ms', rbrowse: summarize(creates), raw: summarize(launches), goal: 1.2 },
-    { metric: 'cycle: create+connect+goto+close+delete', unit: 'ms', rbrowse: summarize(cycles), raw: summarize(rawCycles) },
-    { metric: 'cdp: Runtime.evaluate 1+1 round trip', unit: 'us', rbrowse: summarize(cdp.gateway), raw: summarize(cdp.direct), goal: 1.1 },
-    // Not rbrowse: the floor any relay process pays here, to read the line above against.
-    { metric: 'cdp via bare Node ws relay (reference)', unit: 'us', rbrowse: summarize(cdp.bareRelay), raw: summarize(cdp.direct) },
+/** 30 headless sessions, 5 at a time, as a test suite's parallel workers would make them; deleted after (untimed). */
+async function sessionBurst(ctx: BenchContext): Promise<number> {
+  const ids: string[] = [];
+  const ms = await burst(CONFIG.burst, CONFIG.burstConcurrency, async () => void ids.push((await createSession(ctx.daemon, { headless: true })).session_id));
+  for (const id of ids) await deleteSession(ctx.daemon, id);
+  return ms;
+}
+
+async function rawBurst(ctx: BenchContext): Promise<number> {
+  const profiles = await Promise.all(Array.from({ length: CONFIG.burst }, () => ctx.raw.prepare()));
+  const queue = [...profiles];
+  try {
+    return await burst(CONFIG.burst, CONFIG.burstConcurrency, async () => void (await ctx.raw.launch(queue.shift()!)));
+  } finally {
+    for (const p of profiles) await ctx.raw.dispose(p);
+  }
+}
+
+const PHASES = ['create', 'connect', 'goto', 'close', 'delete'] as const;
+
+async function measure({ cold, warm }: Contexts): Promise<{ rows: Comparison[]; rounds: LoadRound[]; idle: { cold: number; warm: number } }> {
+  // Idle first, before anything has run in them.
+  const idle = { cold: (await footprint(cold.daemon)).rssMiB, warm: (await footprint(warm.daemon)).rssMiB };
+
+  progress(`create: ${CONFIG.createWarmup} warm-up + ${CONFIG.creates} per side (standby, cold, raw launch)`);
+  const [warmCreates, coldCreates, launches] = await interleave(CONFIG.createWarmup, CONFIG.creates, [
+    () => warmCreate(warm),
+    () => daemonCreate(cold),
+    () => rawLaunch(cold),
+  ]);
+
+  progress(`cycle: ${CONFIG.cycleWarmup} warm-up + ${CONFIG.cycles} per side (standby, cold, raw)`);
+  const [warmCycles, coldCycles, rawCycles] = await interleave(CONFIG.cycleWarmup, CONFIG.cycles, [
+    () => warmCycle(warm),
+    () => daemonCyclePhases(cold),
+    () => rawCyclePhases(cold),
+  ]);
+
+  progress(`cdp: ${CONFIG.rounds} rounds x ${CONFIG.callsPerRound} Runtime.evaluate per path`);
+  const cdp = await cdpRoundTrips(cold, CONFIG);
+
+  progress(`burst: ${CONFIG.burst} headless sessions ${CONFIG.burstConcurrency} at a time, 3 per side`);
+  await standbyReady(warm.daemon);
+  const [bursts, rawBursts] = await interleave(0, 3, [() => sessionBurst(warm), () => rawBurst(cold)]);
+
+  progress(`cli: ${CONFIG.cliRuns} runs of rbrowse --version, rbrowse ls and node -e 0`);
+  const cli = await cliStartup(cold.daemon, CONFIG.cliRuns);
+
+  progress(`load: ${CONFIG.loadRounds} rounds of ${CONFIG.loadMs / 1000} s (8 API clients, 2 session churners)`);
+  const rounds: LoadRound[] = [];
+  for (let i = 0; i < CONFIG.loadRounds; i++) rounds.push(await loadRound(cold.daemon, { ms: CONFIG.loadMs, readers: 8, churners: 2 }));
+
+  const total = (c: CyclePhases[]) => summarize(c.map((x) => x.total));
+  const launch = summarize(launches!);
+  const rows: Comparison[] = [
+    { metric: 'create from standby vs spawn->DevTools', unit: 'ms', rbrowse: summarize(warmCreates!), raw: launch, maxP50: 10 },
+    { metric: 'create cold vs spawn->DevTools', unit: 'ms', rbrowse: summarize(coldCreates!), raw: launch, goal: 1.1 },
+    { metric: 'cycle from standby vs raw cycle', unit: 'ms', rbrowse: total(warmCycles!), raw: total(rawCycles!) },
+    // The issue's yardstick: a whole warm cycle against one raw launch alone.
+    { metric: 'cycle from standby vs spawn->DevTools', unit: 'ms', rbrowse: total(warmCycles!), raw: launch, goal: 0.5, maxP50: 100 },
+    ...PHASES.map((p) => ({
+      metric: `  standby cycle: ${p}`,
+      unit: 'ms' as const,
+      rbrowse: summarize(warmCycles!.map((c) => c[p])),
+      raw: summarize(rawCycles!.map((c) => c[p])),
+    })),
+    { metric: 'cycle cold vs raw cycle', unit: 'ms', rbrowse: total(coldCycles!), raw: total(rawCycles!) },
+    ...PHASES.map((p) => ({
+      metric: `  cold cycle: ${p}`,
+      unit: 'ms' as const,
+      rbrowse: summarize(coldCycles!.map((c) => c[p])),
+      raw: summarize(rawCycles!.map((c) => c[p])),
+    })),
+    { metric: 'cdp: Runtime.evaluate 1+1, gateway vs direct', unit: 'us', rbrowse: summarize(cdp.gateway), raw: summarize(cdp.direct), goal: 1.15 },
+    // Not rbrowse: what any Node process in the path costs here, to read the line above against.
+    { metric: 'cdp via a Node TCP splice (floor)', unit: 'us', rbrowse: summarize(cdp.splice), raw: summarize(cdp.direct) },
+    { metric: 'cdp via a bare Node ws relay (reference)', unit: 'us', rbrowse: summarize(cdp.bareRelay), raw: summarize(cdp.direct) },
+    { metric: `${CONFIG.burst} sessions, ${CONFIG.burstConcurrency} at a time`, unit: 'ms', rbrowse: summarize(bursts!), raw: summarize(rawBursts!) },
+    { metric: 'rbrowse --version vs node -e 0', unit: 'ms', rbrowse: summarize(cli.version), raw: summarize(cli.node), maxP50: 150 },
+    { metric: 'rbrowse ls vs node -e 0', unit: 'ms', rbrowse: summarize(cli.ls), raw: summarize(cli.node), maxP50: 150 },
   ];
+  return { rows, rounds, idle };
 }
 
-function report(rows: Comparison[], loadBefore: string): void {
+function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): void {
   console.log(`\nrbrowse bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
-  console.log('raw = the same Chromium flags launched directly (create, cycle); the session\'s own DevTools socket (cdp)');
-  console.log('the reference line times the same calls through bench/relay.ts, a minimal ws relay in its own process');
+  console.log('raw = the same Chromium flags launched directly; cdp raw = the session\'s own DevTools socket');
   console.log('ratio = rbrowse p50 / raw p50 (p95 ratio in parentheses); goals are informational\n');
-  console.log(renderTable(rows));
-  const [gateway, relay] = rows.filter((r) => r.unit === 'us');
-  if (gateway && relay) {
-    const extra = (r: Comparison) => Math.round((r.rbrowse.p50 - r.raw.p50) * 1000);
-    console.log(`\nper CDP call at p50: the gateway adds ${extra(gateway)} µs, a bare Node relay ${extra(relay)} µs`);
+  console.log(renderTable(r.rows));
+  const [gateway, splice] = r.rows.filter((row) => row.unit === 'us');
+  if (gateway && splice) {
+    const extra = (c: Comparison) => Math.round((c.rbrowse.p50 - c.raw.p50) * 1000);
+    console.log(`\nper CDP call at p50: the gateway adds ${extra(gateway)} µs, a bare TCP splice ${extra(splice)} µs`);
+  }
+  console.log(`\ndaemon RSS idle: ${r.idle.cold.toFixed(0)} MiB (standby off), ${r.idle.warm.toFixed(0)} MiB (default standby); goal <= 80 MiB`);
+  console.log('load rounds (8 API clients reading/PATCHing, 2 creating and deleting sessions; after a 3 s settle):');
+  console.log('round  RSS MiB  fds  sessions  read p50 / p99 ms  requests by status');
+  r.rounds.forEach((x, i) => {
+    const reads = `${x.reads.p50.toFixed(1)} / ${x.reads.p99.toFixed(1)}`;
+    console.log(`${String(i + 1).padEnd(5)}  ${x.rssMiB.toFixed(0).padEnd(7)}  ${String(x.fds).padEnd(3)}  ${String(x.created).padEnd(8)}  ${reads.padEnd(17)}  ${JSON.stringify(x.requests)}`);
+  });
+  if (r.rounds.length > 1) {
+    const growth = r.rounds.at(-1)!.rssMiB - r.rounds[1]!.rssMiB;
+    console.log(`growth from round 2 to round ${r.rounds.length}: ${growth.toFixed(1)} MiB RSS, ${r.rounds.at(-1)!.fds - r.rounds[1]!.fds} fds (round 1 includes first-use warm-up)`);
   }
 }
 
 runBench(async (cleanups) => {
   const loadBefore = load();
-  const ctx = await setUp(cleanups);
-  report(await measure(ctx), loadBefore);
+  const contexts = await setUp(cleanups);
+  report(await measure(contexts), loadBefore);
 });

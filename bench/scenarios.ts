@@ -84,43 +84,91 @@ export async function rawLaunch(ctx: BenchContext): Promise<number> {
   }
 }
 
-/** What a typical client does once connected: playwright over CDP, load a page, disconnect. */
-export async function visit(wsUrl: string, pageUrl: string): Promise<void> {
+/** The parts of a client's cycle, each in ms; for raw Chromium create is the launch and delete the close. */
+export interface CyclePhases {
+  total: number;
+  create: number;
+  connect: number;
+  goto: number;
+  close: number;
+  delete: number;
+}
+
+/** What a typical client does once connected: playwright over CDP, load a page, disconnect; its phases timed. */
+export async function visit(wsUrl: string, pageUrl: string): Promise<Pick<CyclePhases, 'connect' | 'goto' | 'close'>> {
+  let t = performance.now();
+  const lap = () => {
+    const now = performance.now();
+    const ms = now - t;
+    t = now;
+    return ms;
+  };
   const browser = await chromium.connectOverCDP(wsUrl);
+  const connect = lap();
+  let goto = 0;
   try {
     const context = browser.contexts()[0] ?? (await browser.newContext());
     const page = context.pages()[0] ?? (await context.newPage());
     const res = await page.goto(pageUrl);
     if (!res?.ok()) throw new Error(`goto ${pageUrl} answered ${res?.status()}`);
+    goto = lap();
   } finally {
     // Over CDP this only disconnects; the browser's end is the DELETE / close that follows.
     await browser.close();
   }
+  return { connect, goto, close: lap() };
+}
+
+/** Waits until the daemon's standby set has a browser of the kind ready (GET /health). */
+export async function standbyReady(d: TestDaemon, kind = 'headless@1920x1080@25', timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const health = await d.api('GET', '/health', undefined, null);
+    if ((health.body?.standby?.[kind]?.ready ?? 0) > 0) return;
+    if (Date.now() > deadline) throw new Error(`no ${kind} standby browser within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** create -> connectOverCDP -> goto -> disconnect -> DELETE, each part timed. */
+export async function daemonCyclePhases(ctx: Pick<BenchContext, 'daemon' | 'pageUrl'>): Promise<CyclePhases> {
+  const start = performance.now();
+  const session = await createSession(ctx.daemon, { headless: true });
+  const create = performance.now() - start;
+  let parts: Pick<CyclePhases, 'connect' | 'goto' | 'close'> | undefined;
+  let del = 0;
+  try {
+    parts = await visit(session.cdp_ws_url, ctx.pageUrl);
+  } finally {
+    const before = performance.now();
+    await deleteSession(ctx.daemon, session.session_id);
+    del = performance.now() - before;
+  }
+  return { total: performance.now() - start, create, ...parts, delete: del };
+}
+
+/** launch -> connectOverCDP -> goto -> disconnect -> close + remove profile, each part timed. */
+export async function rawCyclePhases(ctx: BenchContext): Promise<CyclePhases> {
+  const profile = await ctx.raw.prepare();
+  const start = performance.now();
+  let create = 0;
+  let parts: Pick<CyclePhases, 'connect' | 'goto' | 'close'> = { connect: 0, goto: 0, close: 0 };
+  let before = start;
+  try {
+    const browser = await ctx.raw.launch(profile);
+    create = performance.now() - start;
+    parts = await visit(browser.wsUrl, ctx.pageUrl);
+  } finally {
+    before = performance.now();
+    await ctx.raw.dispose(profile);
+  }
+  const end = performance.now();
+  return { total: end - start, create, ...parts, delete: end - before };
 }
 
 /** create -> connectOverCDP -> goto -> disconnect -> DELETE, all timed. */
 export async function daemonCycle(ctx: Pick<BenchContext, 'daemon' | 'pageUrl'>): Promise<number> {
-  return timed(async () => {
-    const session = await createSession(ctx.daemon, { headless: true });
-    try {
-      await visit(session.cdp_ws_url, ctx.pageUrl);
-    } finally {
-      await deleteSession(ctx.daemon, session.session_id);
-    }
-  });
-}
-
-/** launch -> connectOverCDP -> goto -> disconnect -> close + remove profile, all timed. */
-export async function rawCycle(ctx: BenchContext): Promise<number> {
-  const profile = await ctx.raw.prepare();
-  return timed(async () => {
-    try {
-      const browser = await ctx.raw.launch(profile);
-      await visit(browser.wsUrl, ctx.pageUrl);
-    } finally {
-      await ctx.raw.dispose(profile);
-    }
-  });
+  return (await daemonCyclePhases(ctx)).total;
 }
 
 export interface RoundTripOptions {
@@ -136,6 +184,8 @@ export interface RoundTrips {
   direct: number[];
   /** Through bench/relay.ts: the cost of any extra Node hop, without the gateway's own work. */
   bareRelay: number[];
+  /** Through bench/relay.ts as a TCP splice: the floor of a Node process in the path. */
+  splice: number[];
 }
 
 /** Times `count` sequential calls over one path. */
@@ -156,23 +206,24 @@ async function attachedClient(url: string, clients: CdpClient[]): Promise<CallTi
 export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<RoundTrips> {
   const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
   const clients: CdpClient[] = [];
-  let relay: Relay | undefined;
+  const relays: Relay[] = [];
   try {
     const directUrl = await directWsUrl(ctx.daemon.home, session.session_id);
-    relay = await startRelay(directUrl);
+    relays.push(await startRelay(directUrl, 'ws'), await startRelay(directUrl, 'tcp'));
     const paths: CallTimer[] = [
       await attachedClient(session.cdp_ws_url, clients),
       await attachedClient(directUrl, clients),
-      await attachedClient(relay.url, clients),
+      await attachedClient(relays[0]!.url, clients),
+      await attachedClient(relays[1]!.url, clients),
     ];
     const timeCalls = (count: number) => paths.map((path) => () => path(count));
     await interleave(0, 1, timeCalls(o.warmupCalls));
     // Samples are per call, pooled over the interleaved rounds.
-    const [gateway, direct, bareRelay] = (await interleave(0, o.rounds, timeCalls(o.callsPerRound))).map((r) => r.flat());
-    return { gateway: gateway!, direct: direct!, bareRelay: bareRelay! };
+    const [gateway, direct, bareRelay, splice] = (await interleave(0, o.rounds, timeCalls(o.callsPerRound))).map((r) => r.flat());
+    return { gateway: gateway!, direct: direct!, bareRelay: bareRelay!, splice: splice! };
   } finally {
     for (const c of clients) c.close();
-    relay?.stop();
+    for (const r of relays) r.stop();
     await deleteSession(ctx.daemon, session.session_id);
   }
 }
@@ -181,7 +232,7 @@ export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Pro
  * What every bench starts: the fixture server, a raw-Chromium launcher and a daemon, each with
  * its stop step pushed onto `cleanups` (run last-in, first-out).
  */
-export async function startHarness(cleanups: (() => Promise<void>)[]) {
+export async function startHarness(cleanups: (() => Promise<void>)[], standby = '0') {
   const executable = resolveChromium();
   const fixtures = await startFixtureServer();
   cleanups.push(fixtures.close);
@@ -190,7 +241,8 @@ export async function startHarness(cleanups: (() => Promise<void>)[]) {
     const strays = await raw.disposeAll();
     if (strays.length) console.error(`warning: raw Chromium processes outlived their close() and were killed: ${strays.join(', ')}`);
   });
-  const daemon = await startTestDaemon();
+  // Standby off unless asked: a bench measures one path at a time.
+  const daemon = await startTestDaemon({ env: { RBROWSE_STANDBY: standby } });
   cleanups.push(() => daemon.stop());
   return { executable, fixtures, raw, daemon };
 }

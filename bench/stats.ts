@@ -4,6 +4,7 @@ export interface Summary {
   n: number;
   p50: number;
   p95: number;
+  p99: number;
 }
 
 /** Nearest-rank percentile: always a value that was actually observed, which suits small samples. */
@@ -15,7 +16,7 @@ export function percentile(sorted: readonly number[], p: number): number {
 
 export function summarize(samples: readonly number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
-  return { n: sorted.length, p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95) };
+  return { n: sorted.length, p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95), p99: percentile(sorted, 0.99) };
 }
 
 export type Unit = 'ms' | 'us';
@@ -28,13 +29,24 @@ export interface Comparison {
   raw: Summary;
   /** Highest acceptable rbrowse/raw p50 ratio; undefined when the line is informational. */
   goal?: number;
+  /** Highest acceptable rbrowse p50, in the samples' milliseconds (an absolute goal beside the ratio). */
+  maxP50?: number;
 }
 
 export const ratio = (c: Comparison): number => c.rbrowse.p50 / c.raw.p50;
 
 export function verdict(c: Comparison): string {
-  if (c.goal === undefined) return 'info';
-  return ratio(c) <= c.goal ? 'PASS' : 'MISS';
+  if (c.goal === undefined && c.maxP50 === undefined) return 'info';
+  const ok = (c.goal === undefined || ratio(c) <= c.goal) && (c.maxP50 === undefined || c.rbrowse.p50 <= c.maxP50);
+  return ok ? 'PASS' : 'MISS';
+}
+
+function goalText(c: Comparison): string {
+  const parts = [
+    ...(c.goal !== undefined ? [`<= ${c.goal}x`] : []),
+    ...(c.maxP50 !== undefined ? [`p50 <= ${fmt(c.maxP50, c.unit)}`] : []),
+  ];
+  return parts.length ? parts.join(', ') : '-';
 }
 
 /** Samples are kept in milliseconds; sub-millisecond metrics read better in microseconds. */
@@ -52,7 +64,7 @@ export function renderTable(rows: readonly Comparison[]): string {
     pair(c.rbrowse, c.unit),
     pair(c.raw, c.unit),
     `${ratio(c).toFixed(2)}x (${(c.rbrowse.p95 / c.raw.p95).toFixed(2)}x)`,
-    c.goal === undefined ? '-' : `<= ${c.goal}x`,
+    goalText(c),
     verdict(c),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));

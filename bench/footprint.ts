@@ -1,0 +1,97 @@
+/**
+ * What rbrowse costs besides browsers: CLI start-up (whole processes) and the daemon's own memory
+ * and file descriptors, idle and after rounds of API load with session churn.
+ */
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ROOT, daemonPid, type TestDaemon } from '../test/helpers/daemon.js';
+import { createSession, deleteSession, interleave } from './scenarios.js';
+import { summarize, type Summary } from './stats.js';
+
+const NODE = join(ROOT, 'node_modules', '.bin', 'node');
+const CLI = join(ROOT, 'bin', 'rbrowse');
+
+/** Wall time of one whole process, start to exit, in ms. */
+function runOnce(command: string, args: string[], env: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn(command, args, { env, stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(performance.now() - start) : reject(new Error(`${command} ${args.join(' ')} exited ${code}`))));
+  });
+}
+
+/** `rbrowse --version` and `rbrowse ls` (against the daemon), against a bare `node -e 0` on the same Node. */
+export async function cliStartup(d: TestDaemon, runs: number): Promise<{ version: number[]; ls: number[]; node: number[] }> {
+  const env = { ...d.env, RBROWSE_HOME: d.home };
+  const [version, ls, node] = await interleave(2, runs, [
+    () => runOnce(CLI, ['--version'], env),
+    () => runOnce(CLI, ['ls', '-q'], env),
+    () => runOnce(NODE, ['-e', '0'], env),
+  ]);
+  return { version: version!, ls: ls!, node: node! };
+}
+
+export interface Footprint {
+  rssMiB: number;
+  fds: number;
+}
+
+export async function footprint(d: TestDaemon): Promise<Footprint> {
+  const pid = await daemonPid(d);
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const rssKiB = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+  return { rssMiB: rssKiB / 1024, fds: (await readdir(`/proc/${pid}/fd`)).length };
+}
+
+export interface LoadRound extends Footprint {
+  requests: Record<string, number>;
+  reads: Summary;
+  created: number;
+}
+
+/**
+ * One round of load: `readers` clients reading and PATCHing for `ms` while `churners` create and
+ * delete headless sessions one after another; then a pause for background teardowns, and the
+ * daemon's footprint. Identical rounds should leave identical footprints.
+ */
+export async function loadRound(d: TestDaemon, o: { ms: number; readers: number; churners: number }): Promise<LoadRound> {
+  const requests: Record<string, number> = {};
+  const count = (status: number | string) => void (requests[status] = (requests[status] ?? 0) + 1);
+  const reads: number[] = [];
+  const deadline = Date.now() + o.ms;
+  const target = await createSession(d, { headless: true, timeout_seconds: 3600 });
+  let created = 0;
+  const reader = async () => {
+    for (let i = 0; Date.now() < deadline; i++) {
+      const start = performance.now();
+      const res =
+        i % 3 === 0
+          ? await d.api('GET', '/browsers?limit=20')
+          : i % 3 === 1
+            ? await d.api('GET', `/browsers/${target.session_id}`)
+            : await d.api('PATCH', `/browsers/${target.session_id}`, { tags: { round: String(i) } });
+      if (i % 3 !== 2) reads.push(performance.now() - start);
+      count(res.status);
+    }
+  };
+  const churner = async () => {
+    while (Date.now() < deadline) {
+      try {
+        const s = await createSession(d, { headless: true });
+        created++;
+        await deleteSession(d, s.session_id);
+        count(200);
+      } catch (err) {
+        count(String((err as Error).message).match(/answered (\d+)/)?.[1] ?? 'error');
+      }
+    }
+  };
+  await Promise.all([...Array.from({ length: o.readers }, reader), ...Array.from({ length: o.churners }, churner)]);
+  await deleteSession(d, target.session_id);
+  // Teardowns finish in the background; what is left after them is what a round cost.
+  await new Promise((r) => setTimeout(r, 3000));
+  return { ...(await footprint(d)), requests, reads: summarize(reads), created };
+}
