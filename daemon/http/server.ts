@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import fastJson from 'fast-json-stringify';
 import type { TSchema } from 'typebox';
 import { routes, type OperationId, type RouteDef } from '../../src/api/routes.js';
 import { ErrorBodySchema } from '../../src/api/schemas.js';
@@ -38,7 +39,23 @@ function makeValidators() {
   const strictAjv = addFormats.default(new Ajv({ ...base, coerceTypes: false }));
   const coercingAjv = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }));
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? strictAjv : coercingAjv).compile(schema);
+    lazily(() => (httpPart === 'body' ? strictAjv : coercingAjv).compile(schema));
+}
+
+/**
+ * A validator or serializer compiled on its first call rather than when its route is registered:
+ * compiled code stays in memory for the daemon's life, and most of the routes of a daemon are
+ * never called in it. Ajv's validation errors are carried over for Fastify to read.
+ */
+function lazily<F extends (data: unknown) => unknown>(compile: () => F): F {
+  let compiled: F | undefined;
+  const run = ((data: unknown) => {
+    compiled ??= compile();
+    const result = compiled(data);
+    (run as { errors?: unknown }).errors = (compiled as { errors?: unknown }).errors;
+    return result;
+  }) as F;
+  return run;
 }
 
 function bearer(req: FastifyRequest): string | undefined {
@@ -56,6 +73,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
   });
   app.setValidatorCompiler(makeValidators());
+  app.setSerializerCompiler(({ schema }) => lazily(() => fastJson(schema as object) as (data: unknown) => string));
   app.decorateRequest('org', null);
 
   // Uploads stream part by part into the session; the limits bound what one request may carry.
