@@ -77,7 +77,7 @@ describe('warm standby', { timeout: 300_000 }, () => {
       headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/octet-stream' },
       body: 'behind',
     });
-    assert.equal(written.status, 201, await written.text());
+    assert.equal(written.status, 204, await written.text());
     await kernel.browsers.deleteByID(a.session_id);
 
     // Refilled in the background with a browser of its own.

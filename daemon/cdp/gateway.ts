@@ -89,7 +89,11 @@ export class CdpGateway {
     const receiver = new Receiver({ isServer: true, maxPayload: MAX_PAYLOAD, skipUTF8Validation: true });
     const send = (data: Buffer, opcode: number) => {
       const frame = Sender.frame(data, { fin: true, rsv1: false, opcode, mask: true, readOnly: false });
-      const flushed = upstream.write(frame.length === 1 ? frame[0]! : Buffer.concat(frame));
+      // Header and (masked in place) payload leave in one segment, without copying them together.
+      upstream.cork();
+      let flushed = true;
+      for (const part of frame) flushed = upstream.write(part);
+      upstream.uncork();
       if (!flushed) {
         client.pause();
         upstream.once('drain', () => client.resume());
