@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { request } from 'undici';
+import { exchange } from '../src/http-exchange.js';
 import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } from '../src/config.js';
 import { isAlive, sleep } from '../daemon/browser/procs.js';
 
@@ -18,9 +18,7 @@ export function readDaemonInfo(): DaemonInfo | null {
 
 export async function healthy(baseUrl: string): Promise<boolean> {
   try {
-    const res = await request(`${baseUrl}/health`, { headersTimeout: 2000, bodyTimeout: 2000 });
-    await res.body.dump();
-    return res.statusCode === 200;
+    return (await exchange(new URL('/health', baseUrl), { method: 'GET', headers: {}, timeoutMs: 2000 })).status === 200;
   } catch {
     return false;
   }

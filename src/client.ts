@@ -1,9 +1,8 @@
-import { request } from 'undici';
 import type { Static, TSchema } from 'typebox';
 import type { ErrorBody } from './errors.js';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import type { Readable } from 'node:stream';
 import { formBody } from './form-body.js';
+import { exchange, type ExchangeBody } from './http-exchange.js';
 import { routes, type RouteDef, type BodyOf, type OperationId, type ParamsOf, type QueryOf, type ResponseOf, type Routes } from './api/routes.js';
 
 type FormOf<F> = F extends { files: readonly (infer N extends string)[]; fields: infer T extends TSchema } ? Static<T> & Record<N, Blob> : never;
@@ -75,16 +74,15 @@ export class RbrowseClient {
     const def: RouteDef = route;
     const headers = this.headers(def);
     const body = this.body(def, (args as { body?: unknown }).body, headers);
-    const res = await request(this.url(op, args), { method: route.method, headers, body });
-    if (def.produces && res.statusCode < 400) {
-      const bytes = Buffer.from(await res.body.arrayBuffer());
-      return { status: res.statusCode, headers: res.headers, data: bytes as ResponseOf<K> };
-    }
-    const text = await res.body.text();
-    if (res.statusCode >= 400) throw ApiCallError.fromAnswer(res.statusCode, text);
+    const res = await exchange(this.url(op, args), { method: route.method, headers, body });
+    const answer = { status: res.status, headers: res.headers };
+    const ok = res.status < 400;
+    if (def.produces && ok) return { ...answer, data: res.body as ResponseOf<K> };
+    const text = res.body.toString('utf8');
+    if (!ok) throw ApiCallError.fromAnswer(res.status, text);
     // An empty answer of a route with a body is its 204 (an acquire that timed out): null.
     const data = (text ? JSON.parse(text) : route.success.body ? null : undefined) as ResponseOf<K>;
-    return { status: res.statusCode, headers: res.headers, data };
+    return { ...answer, data };
   }
 
   /**
@@ -104,17 +102,12 @@ export class RbrowseClient {
     return headers;
   }
 
-  /** The request body, its content type set in `headers`. */
-  private body(def: RouteDef, body: unknown, headers: Record<string, string>): Buffer | string | Readable | undefined {
+  /** The request body, its content type set in `headers` (a form's, with its boundary, by exchange()). */
+  private body(def: RouteDef, body: unknown, headers: Record<string, string>): ExchangeBody {
     if (body === undefined) return undefined;
-    if (def.form || body instanceof FormData) {
-      // Encoded by the fetch standard's Response, with its boundary, and streamed: undici's
-      // request() takes only FormData objects of its own package instance.
-      const encoded = new Response(body instanceof FormData ? body : formBody(body as Record<string, unknown>));
-      headers['content-type'] = encoded.headers.get('content-type')!;
-      return Readable.fromWeb(encoded.body! as WebReadableStream);
-    }
+    if (def.form || body instanceof FormData) return body instanceof FormData ? body : formBody(body as Record<string, unknown>);
     headers['content-type'] = def.consumes ?? 'application/json';
     return def.consumes ? (body as Buffer | string | Readable) : JSON.stringify(body);
   }
 }
+

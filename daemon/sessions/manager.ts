@@ -53,7 +53,9 @@ export class SessionManager {
   private timer?: NodeJS.Timeout;
   /** Set once the daemon stops: no new session may start after endAll has looked. */
   private closing = false;
+  /** Creates under way, cold or handing over a standby browser: endAll waits for them. */
   private readonly launching = new Set<Promise<unknown>>();
+  private coldLaunches = 0;
   /** Sessions ended but still stopping their processes (see end()). */
   private readonly teardowns = new Set<Promise<unknown>>();
   private readonly endListeners: ((record: SessionRecord) => void)[] = [];
@@ -142,19 +144,20 @@ export class SessionManager {
     if (nameKey) this.pendingNames.add(nameKey);
     const ready = this.canHandOver(body, opts) ? this.deps.standby?.take(body.headless ?? false, viewport) : undefined;
     const launch = ready ? this.handOver(ready, org, body) : this.launch(org, body, viewport, opts);
-    // Only cold launches count: a standby refill waits for them, not for hand-overs.
-    if (!ready) this.launching.add(launch);
+    this.launching.add(launch);
+    if (!ready) this.coldLaunches++;
     try {
       return await launch;
     } finally {
       this.launching.delete(launch);
+      if (!ready) this.coldLaunches--;
       if (nameKey) this.pendingNames.delete(nameKey);
     }
   }
 
-  /** Creates are launching browsers of their own now (standby refills wait for them). */
+  /** Creates are launching browsers of their own now (standby refills wait for them, not for hand-overs). */
   get busy(): boolean {
-    return this.launching.size > 0;
+    return this.coldLaunches > 0;
   }
 
   /**
