@@ -36,14 +36,16 @@ export async function cliStartup(d: TestDaemon, runs: number): Promise<{ version
 
 export interface Footprint {
   rssMiB: number;
+  /** The part of RSS that is the process's own memory (heap, malloc), not mapped files such as the node binary. */
+  anonMiB: number;
   fds: number;
 }
 
 export async function footprint(d: TestDaemon): Promise<Footprint> {
   const pid = await daemonPid(d);
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const rssKiB = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-  return { rssMiB: rssKiB / 1024, fds: (await readdir(`/proc/${pid}/fd`)).length };
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+  return { rssMiB: kib('VmRSS') / 1024, anonMiB: kib('RssAnon') / 1024, fds: (await readdir(`/proc/${pid}/fd`)).length };
 }
 
 export interface LoadRound extends Footprint {

@@ -60,15 +60,22 @@ async function setUp(cleanups: (() => Promise<void>)[]): Promise<Contexts> {
   return { cold: { daemon, raw, pageUrl }, warm: { daemon: warm, raw, pageUrl } };
 }
 
-/** A create served by a standby browser: each sample waits (untimed) until one is ready again. */
+/**
+ * A create served by a standby browser. Each sample waits (untimed) until one is ready, before it
+ * and after it: the refill's launch must weigh on no sample, of either side.
+ */
 async function warmCreate(ctx: BenchContext): Promise<number> {
   await standbyReady(ctx.daemon);
-  return daemonCreate(ctx);
+  const ms = await daemonCreate(ctx);
+  await standbyReady(ctx.daemon);
+  return ms;
 }
 
 async function warmCycle(ctx: BenchContext): Promise<CyclePhases> {
   await standbyReady(ctx.daemon);
-  return daemonCyclePhases(ctx);
+  const phases = await daemonCyclePhases(ctx);
+  await standbyReady(ctx.daemon);
+  return phases;
 }
 
 /** Wall time of `total` runs of `one`, `concurrency` at a time. */
@@ -182,14 +189,18 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
   }
   console.log(`\ndaemon RSS idle: ${r.idle.cold.toFixed(0)} MiB (standby off), ${r.idle.warm.toFixed(0)} MiB (default standby); goal <= 80 MiB`);
   console.log('load rounds (8 API clients reading/PATCHing, 2 creating and deleting sessions; after a 3 s settle):');
-  console.log('round  RSS MiB  fds  sessions  read p50 / p99 ms  requests by status');
+  console.log('round  RSS (anon) MiB  fds  sessions  read p50 / p99 ms  requests by status');
   r.rounds.forEach((x, i) => {
     const reads = `${x.reads.p50.toFixed(1)} / ${x.reads.p99.toFixed(1)}`;
-    console.log(`${String(i + 1).padEnd(5)}  ${x.rssMiB.toFixed(0).padEnd(7)}  ${String(x.fds).padEnd(3)}  ${String(x.created).padEnd(8)}  ${reads.padEnd(17)}  ${JSON.stringify(x.requests)}`);
+    const rss = `${x.rssMiB.toFixed(0)} (${x.anonMiB.toFixed(0)})`;
+    console.log(`${String(i + 1).padEnd(5)}  ${rss.padEnd(14)}  ${String(x.fds).padEnd(3)}  ${String(x.created).padEnd(8)}  ${reads.padEnd(17)}  ${JSON.stringify(x.requests)}`);
   });
   if (r.rounds.length > 1) {
-    const growth = r.rounds.at(-1)!.rssMiB - r.rounds[1]!.rssMiB;
-    console.log(`growth from round 2 to round ${r.rounds.length}: ${growth.toFixed(1)} MiB RSS, ${r.rounds.at(-1)!.fds - r.rounds[1]!.fds} fds (round 1 includes first-use warm-up)`);
+    const [first, last] = [r.rounds[1]!, r.rounds.at(-1)!];
+    console.log(
+      `growth from round 2 to round ${r.rounds.length}: ${(last.rssMiB - first.rssMiB).toFixed(1)} MiB RSS ` +
+        `(${(last.anonMiB - first.anonMiB).toFixed(1)} anon), ${last.fds - first.fds} fds (round 1 includes first-use warm-up)`,
+    );
   }
 }
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { chromium } from 'playwright';
 import type { BrowserSession } from '../src/api/schemas.js';
-import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { startTestDaemon, tornDown, type TestDaemon } from '../test/helpers/daemon.js';
 import { startFixtureServer } from '../test/helpers/fixtures.js';
 import { resolveChromium } from '../src/system-deps.js';
 import { CdpClient, directWsUrl } from './cdp.js';
@@ -71,8 +71,15 @@ export async function daemonCreate(ctx: BenchContext): Promise<number> {
   let session: BrowserSession | undefined;
   const ms = await timed(async () => (session = await createSession(ctx.daemon, { headless: true })));
   await deleteSession(ctx.daemon, session!.session_id);
+  await settle(ctx.daemon, session!.session_id);
   return ms;
 }
+
+/**
+ * Waits (untimed) for a deleted session's background teardown, so the Chromium still closing
+ * does not weigh on the next sample of either side: samples stay independent.
+ */
+export const settle = (d: TestDaemon, id: string) => tornDown(d, id, 60_000);
 
 /** Spawn to "DevTools listening" of a raw Chromium; directories and the close are not timed. */
 export async function rawLaunch(ctx: BenchContext): Promise<number> {
@@ -144,7 +151,9 @@ export async function daemonCyclePhases(ctx: Pick<BenchContext, 'daemon' | 'page
     await deleteSession(ctx.daemon, session.session_id);
     del = performance.now() - before;
   }
-  return { total: performance.now() - start, create, ...parts, delete: del };
+  const total = performance.now() - start;
+  await settle(ctx.daemon, session.session_id);
+  return { total, create, ...parts, delete: del };
 }
 
 /** launch -> connectOverCDP -> goto -> disconnect -> close + remove profile, each part timed. */
