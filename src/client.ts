@@ -32,12 +32,14 @@ export class ApiCallError extends Error {
 
   /** The error of an answer's status and text; a body that is not kernel-wire JSON becomes `http_<status>`. */
   static fromAnswer(status: number, text: string): ApiCallError {
-    let body: ErrorBody;
+    let body: ErrorBody | undefined;
     try {
       body = JSON.parse(text) as ErrorBody;
     } catch {
-      body = { code: `http_${status}`, message: text.slice(0, 500) || `HTTP ${status}` };
+      body = undefined;
     }
+    // Anything but a kernel-wire body (a proxy's page, Node's own 400) is named by its status.
+    if (typeof body?.code !== 'string') body = { code: `http_${status}`, message: (body?.message ?? text).slice(0, 500) || `HTTP ${status}` };
     return new ApiCallError(status, body);
   }
 }

@@ -31,6 +31,9 @@ export async function exchange(
     body = Readable.fromWeb(encoded.body! as WebReadableStream);
   }
   const payload = body;
+  // A whole body says its length: Node's client would send a DELETE's body with neither a length
+  // nor chunked encoding, which the server refuses as malformed.
+  if (typeof payload === 'string' || Buffer.isBuffer(payload)) headers['content-length'] = String(Buffer.byteLength(payload));
   return new Promise((resolve, reject) => {
     const req = request(url, { method: o.method, headers, ...(o.timeoutMs ? { timeout: o.timeoutMs } : {}) }, (res) => {
       const chunks: Buffer[] = [];

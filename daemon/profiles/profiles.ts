@@ -116,6 +116,8 @@ export class Profiles implements SessionFeature {
 
   /** The saved archive, or null while nothing has been saved (the route answers 202). */
   async download(org: OrgRecord, idOrName: string, format: DownloadProfileQuery['format']): Promise<ProfileDownload | null> {
+    // A session that ended a moment ago may still be saving it: the download is what it saved.
+    await this.leases.saved(this.find(org, idOrName).id);
     const record = this.find(org, idOrName);
     // Opened once: a save renaming a new archive into place meanwhile does not cut this one short.
     const handle = await open(this.archive(record.id), 'r').catch((err: NodeJS.ErrnoException) => {
