@@ -56,7 +56,7 @@ export class Standby {
     this.refill.kick();
   }
 
-  /** How many are ready of each kind, for doctor, health and the benchmark. */
+  /** How many are ready of each kind: GET /health shows it (the benchmark waits on it). */
   counts(): Record<string, { ready: number; wanted: number }> {
     return Object.fromEntries(
       this.deps.entries.map((e) => {
