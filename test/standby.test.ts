@@ -8,7 +8,7 @@ import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { parseStandby } from '../src/standby.js';
-import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { processesGone, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 import { startFixtureProxy, TEST_HOST, type FixtureProxy } from './helpers/forward-proxy.js';
 
@@ -149,6 +149,33 @@ describe('warm standby', { timeout: 300_000 }, () => {
     const { browser, page } = await pageOf(s.cdp_ws_url);
     try {
       assert.deepEqual(await page.evaluate(() => [screen.width, screen.height, innerWidth]), [1920, 1080, 1920]);
+    } finally {
+      await browser.close();
+    }
+    await kernel.browsers.deleteByID(s.session_id);
+  });
+
+  test('a standby browser whose Chromium dies is replaced, and never handed out', async () => {
+    await standbyReady(d, HEADLESS);
+    const headlessIds = async () =>
+      (await daemonLog(d)).filter((l) => l.msg === 'standby browser ready' && l.kind === HEADLESS).map((l) => l.session as string);
+    const dead = (await headlessIds()).at(-1)!;
+    const pids = await findMarkedProcesses(d.home, dead);
+    assert.ok(pids.length > 0, 'the standby browser runs');
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone with its group already
+      }
+    }
+    await waitFor(async () => (await headlessIds()).length > 0 && (await headlessIds()).at(-1) !== dead && (await readyCount(d, HEADLESS)) >= 1, 60_000, 'a replacement');
+    await processesGone(d.home, dead);
+    const s = await kernel.browsers.create({ headless: true });
+    assert.notEqual(s.session_id, dead);
+    const { browser, page } = await pageOf(s.cdp_ws_url);
+    try {
+      assert.equal(await page.evaluate(() => 6 * 7), 42);
     } finally {
       await browser.close();
     }

@@ -1,6 +1,7 @@
 import { standbyKey, type StandbyEntry } from '../../src/standby.js';
 import type { Viewport } from '../../src/viewport.js';
 import type { LiveSession } from '../sessions/live-session.js';
+import { signal } from '../browser/procs.js';
 import { Refill } from './refill.js';
 
 export interface StandbyDeps {
@@ -27,6 +28,8 @@ export class Standby {
   private readonly refill: Refill<{ key: string; session: LiveSession }>;
   private closed = false;
   private delay?: NodeJS.Timeout;
+  /** Standby browsers being stopped outside close() (their Chromium died): close() waits for them too. */
+  private readonly retiring = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: StandbyDeps) {
     for (const e of deps.entries) this.ready.set(standbyKey(e.headless, e.viewport), []);
@@ -44,7 +47,7 @@ export class Standby {
         deps.log('standby browser ready', { kind: key, session: session.id });
         // One that dies while waiting is dropped and replaced.
         void session.chromium.exited.then(() => {
-          if (this.drop(key, session)) void session.stop().then(() => this.refill.kick());
+          if (this.drop(key, session)) this.retire(session);
         });
       },
       failed: (err, failures) => deps.log('standby launch failed', { failures, error: String((err as Error)?.message ?? err) }),
@@ -72,7 +75,10 @@ export class Standby {
     let session: LiveSession | undefined;
     while (list?.length && !session) {
       const next = list.shift()!;
-      if (!next.isStopping) session = next;
+      // One whose Chromium died a moment ago (its exit not yet seen) is not handed out; its own
+      // exit watcher is no longer looking once it left the list, so it is stopped here.
+      if (!next.isStopping && signal(next.chromium.pid, 0)) session = next;
+      else this.retire(next);
     }
     if (session) this.refillSoon();
     return session;
@@ -86,7 +92,16 @@ export class Standby {
     await this.refill.inflight;
     const all = [...this.ready.values()].flat();
     this.ready.clear();
-    await Promise.all(all.map((s) => s.stop()));
+    await Promise.all([...all.map((s) => s.stop()), ...this.retiring]);
+  }
+
+  /** Stops a standby browser that can no longer be handed out, and has it replaced. */
+  private retire(session: LiveSession): void {
+    const stopped = session.stop().finally(() => {
+      this.retiring.delete(stopped);
+      this.refill.kick();
+    });
+    this.retiring.add(stopped);
   }
 
   private refillSoon(): void {
