@@ -39,7 +39,7 @@ export async function withProgress<T>(label: string, work: (p: Progress) => Prom
     return work({ status: () => {}, progress: () => {}, log: (line) => void process.stdout.write(`${line}\n`) });
   }
   const started = Date.now();
-  // Ink and React cost a third of a second to load: only commands that draw on a terminal pay it.
+  // Ink and React take ~220 ms to load here: only commands that draw on a terminal pay it.
   const { ProgressScreen } = await import('./progress-view.js');
   const state: ViewState = { label, logs: [] };
   const screen = new ProgressScreen(state);
