@@ -126,6 +126,7 @@ describe('warm standby', { timeout: 300_000 }, () => {
     try {
       await waitFor(async () => (await page.title()) === 'standby-proxy', 15_000, 'the start URL through the proxy');
       assert.equal(page.url(), startUrl);
+      assert.equal(await page.evaluate(() => history.length), 1, 'one history entry, as in a browser started with the URL');
       assert.ok(proxy.seen.includes(`GET ${startUrl}`), `the proxy served it: ${proxy.seen.join(', ')}`);
     } finally {
       await browser.close();

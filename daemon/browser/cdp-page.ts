@@ -40,7 +40,24 @@ export async function warmUp(wsUrl: string, timeoutMs = 15_000): Promise<void> {
   });
 }
 
-/** Loads url in the browser's active page in place of what it shows (its history keeps one entry). */
+/**
+ * Loads url in the browser's active page in place of its blank one, as if it had been the page's
+ * first URL: the blank entry is dropped from the history (Page.navigate answers once the
+ * navigation committed or failed), so history.length is 1, as in a browser started with url.
+ */
 export async function navigate(wsUrl: string, url: string): Promise<void> {
-  await withActivePage(wsUrl, (send) => send('Page.navigate', { url }));
+  await withActivePage(wsUrl, async (send) => {
+    const { errorText } = (await send('Page.navigate', { url })) as { errorText?: string };
+    if (errorText) return; // an error page, as a cold start shows; nothing to drop
+    // A navigation to another site moves the page to a new renderer, to which the page's target
+    // reattaches a moment later: until then the reset is refused.
+    for (let tries = 0; ; tries++) {
+      try {
+        return void (await send('Page.resetNavigationHistory'));
+      } catch (err) {
+        if (tries >= 100 || !/not attached/i.test(String((err as Error).message))) throw err;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+  });
 }

@@ -2,7 +2,7 @@
  * The "ready browsers" mechanism shared by browser pools and the standby set: keeps launching one
  * browser at a time while its owner is short, spacing launch starts by an interval and backing
  * off after failures. What a launched browser is for (an idle pool browser, a standby browser)
- * is the owner's business, in launchOne.
+ * is the owner's business, in place().
  */
 export interface RefillOwner<T> {
   /** Whether one more launch is wanted now (launches under way are counted by the owner via `launching`). */
@@ -13,7 +13,7 @@ export interface RefillOwner<T> {
   place(launched: T): Promise<void> | void;
   /** The least time between the starts of two launches. */
   intervalMs?(): number;
-  /** False while launching now would compete with more urgent work; retried after `holdMs`. */
+  /** False while launching now would compete with more urgent work; asked again after HOLD_MS. */
   mayLaunch?(): boolean;
   /** A launch failed; the next one waits backoffMs(failures). */
   failed?(err: unknown, failures: number): void;
@@ -25,13 +25,13 @@ const MAX_BACKOFF_MS = 60_000;
 /** How long a launch held back by mayLaunch() waits before it asks again. */
 const HOLD_MS = 250;
 
-export const backoffMs = (failures: number) => Math.min(1000 * 2 ** (failures - 1), MAX_BACKOFF_MS);
+const backoffMs = (failures: number) => Math.min(1000 * 2 ** (failures - 1), MAX_BACKOFF_MS);
 
 export class Refill<T> {
   launching = 0;
   /** The launch under way, so an owner going away can wait for it rather than leave its browser behind. */
   inflight?: Promise<void>;
-  failures = 0;
+  private failures = 0;
   private lastLaunchAt = Number.NEGATIVE_INFINITY;
   private retryAt = 0;
   private timer?: NodeJS.Timeout;

@@ -236,13 +236,7 @@ export class SessionManager {
     try {
       session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record));
     } catch (err) {
-      this.deps.log('session start failed', { session: record.id, error: (err as Error).message });
-      // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
-      if (err instanceof ApiError) throw err;
-      throw new InternalError('the browser could not be started', {
-        code: 'browser_start_failed',
-        message: (err as Error).message.slice(0, 2000),
-      });
+      throw this.startFailed(record, err);
     }
     return this.register(session);
   }
@@ -267,10 +261,20 @@ export class SessionManager {
       if (body.start_url) await navigate(session.chromium.wsUrl, body.start_url);
     } catch (err) {
       this.track(session.stop());
-      if (err instanceof ApiError) throw err;
-      throw new InternalError('the browser could not be started', { code: 'browser_start_failed', message: String((err as Error).message) });
+      throw this.startFailed(record, err);
     }
     return this.register(session);
+  }
+
+  /** What a create that could not start its browser answers. */
+  private startFailed(record: SessionRecord, err: unknown): ApiError {
+    this.deps.log('session start failed', { session: record.id, error: (err as Error).message });
+    // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
+    if (err instanceof ApiError) return err;
+    return new InternalError('the browser could not be started', {
+      code: 'browser_start_failed',
+      message: String((err as Error).message).slice(0, 2000),
+    });
   }
 
   /** A started session becomes live: findable, watched for its browser's exit, stored. */
