@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlFor, homePaths } from '../src/config.js';
 import { Auth } from './auth.js';
@@ -31,6 +32,9 @@ import { SessionManager } from './sessions/manager.js';
 import { Standby } from './ready/standby.js';
 import type { StandbyEntry } from '../src/standby.js';
 import { Store } from './store.js';
+import { History, retentionFromEnv } from './state/history.js';
+import type { SessionRecord } from './sessions/record.js';
+import type { InvocationRecord } from './invocations/invocations.js';
 import { WatchFeed } from './watch/feed.js';
 import { watchHandlers } from './watch/handlers.js';
 import { SessionTokens } from './tokens.js';
@@ -50,9 +54,24 @@ export interface Daemon {
   sessions: SessionManager;
   pools: PoolManager;
   baseUrl: string;
+  /** What an operator must hear of this start (state recovered from its last good copy). */
+  notices: string[];
   listen(): Promise<string>;
   /** Ends every session (closing each browser gracefully), then the server. */
   close(): Promise<void>;
+}
+
+function sandboxNotices(sandbox: Sandbox): string[] {
+  const { on, why, fix } = sandbox.chromiumSandbox;
+  return on || process.env.RBROWSE_CHROMIUM_SANDBOX === 'off' ? [] : [`Chromium runs WITHOUT its own sandbox (--no-sandbox): ${why}. Fix: ${fix}`];
+}
+
+function stateNotices(store: Store, file: string): string[] {
+  const { source, unreadable } = store.opening;
+  if (unreadable) {
+    return [`${file} did not parse (${unreadable.error}): started from its last good copy (one change behind at most); the unreadable file is kept as ${unreadable.keptAs}`];
+  }
+  return source === 'last-good' ? [`${file} was missing: started from its last good copy`] : [];
 }
 
 /**
@@ -63,9 +82,17 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const paths = homePaths(opts.home);
   await mkdir(paths.sessionsDir, { recursive: true, mode: 0o700 });
   const store = await Store.open(paths.stateFile, opts.log);
+  await mkdir(paths.historyDir, { recursive: true, mode: 0o700 });
+  const retention = retentionFromEnv();
+  const sessionHistory = await History.open<SessionRecord>(join(paths.historyDir, 'sessions.jsonl'), retention, (r) =>
+    Date.parse(r.deleted_at ?? r.created_at),
+  );
+  const invocationHistory = await History.open<InvocationRecord>(join(paths.historyDir, 'invocations.jsonl'), retention, (r) =>
+    Date.parse(r.finished_at ?? r.started_at),
+  );
   // Built before the reaper: a crashed daemon's sessions with save_changes are saved before their browsers are killed.
   const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
-  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, log: opts.log,
+  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, history: sessionHistory, log: opts.log,
     salvage: (orphans) => profiles.recover({ orphans, home: opts.home, sessionsDir: paths.sessionsDir }) });
   const auth = await Auth.open(store, paths);
   const tokens = await SessionTokens.open(paths.jwtSecretFile);
@@ -85,13 +112,14 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     deployments,
     keys: auth,
     publicUrl,
+    history: invocationHistory,
     log: opts.log,
     syncCapMs: syncCapMsFromEnv(),
   });
   await invocations.recover();
-  // Chromium's own sandbox refuses to run as root; the namespace sandbox comes with bubblewrap.
-  const noSandbox = process.getuid?.() === 0;
-  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, noSandbox, home: opts.home, log: opts.log });
+  // Chromium's own sandbox, unless this host cannot give it one (announced: log, daemon start, doctor).
+  const noSandbox = !sandbox.chromiumSandbox.on;
+  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, log: opts.log });
   // The standby set launches through the session manager, which takes from it: built around each other.
   const standby = new Standby({
     entries: opts.standby,
@@ -102,6 +130,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const sessions: SessionManager = new SessionManager({
     standby,
     store,
+    history: sessionHistory,
     tokens,
     publicUrl,
     log: opts.log,
@@ -148,6 +177,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     server,
     sessions,
     pools,
+    notices: [...stateNotices(store, paths.stateFile), ...sandboxNotices(sandbox)],
     get baseUrl() {
       return baseUrl;
     },
@@ -169,6 +199,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await standby.close();
       await sessions.endAll('daemon_stop');
       await server.close();
+      await Promise.all([sessionHistory.close(), invocationHistory.close()]);
     },
   };
 }

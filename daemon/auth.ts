@@ -3,9 +3,30 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { newId } from '../src/ids.js';
 import type { HomePaths } from '../src/config.js';
-import type { ApiKeyRecord, OrgRecord, Store } from './store.js';
+import type { Store } from './store.js';
 
 export const DEFAULT_ORG = 'default';
+
+export interface OrgRecord {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  org_id: string;
+  /** sha256 of the key; the key itself is shown once and never stored here. */
+  sha256: string;
+  created_at: string;
+}
+
+declare module './store.js' {
+  interface State {
+    orgs: OrgRecord[];
+    api_keys: ApiKeyRecord[];
+  }
+}
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 /** Keys are long random secrets, so a plain sha256 is a sound way to keep them (no password stretching needed). */
@@ -42,6 +63,8 @@ export class Auth {
 
   static async open(store: Store, paths: HomePaths): Promise<Auth> {
     const adminToken = await readOrCreateSecret(paths.adminTokenFile, () => randomBytes(32).toString('base64url'));
+    store.collection('orgs');
+    store.collection('api_keys');
     const auth = new Auth(store, adminToken);
     // First start: a default organization and a key for it, kept readable for `rbrowse auth token`.
     const existing = await readFile(paths.apiKeyFile, 'utf8').then((t) => t.trim(), () => '');

@@ -62,6 +62,7 @@ export async function runDaemon(opts: RunOptions = {}): Promise<void> {
     base_url: daemon.baseUrl,
     started_at: new Date().toISOString(),
     version: VERSION,
+    ...(daemon.notices.length ? { notices: daemon.notices } : {}),
   };
   await writeFile(paths.daemonFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   log('daemon listening', { base_url: daemon.baseUrl, home, pid: process.pid });

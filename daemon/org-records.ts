@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError } from '../src/errors.js';
-import type { OrgRecord } from './store.js';
+import type { OrgRecord } from './auth.js';
 
 /** A stored resource of one organization, addressed by id or by its optional unique name. */
 export interface NamedRecord {

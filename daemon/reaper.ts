@@ -2,9 +2,9 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { killMarked } from './browser/procs.js';
 import { removeTree } from './fs-util.js';
-import type { SessionRecord, Store } from './store.js';
-
-export const DELETED_RETENTION_MS = 7 * 24 * 3600 * 1000;
+import type { SessionRecord } from './sessions/record.js';
+import type { History } from './state/history.js';
+import type { Store } from './store.js';
 
 /**
  * Run once at start, before anything is launched: nothing of this home can legitimately be
@@ -14,13 +14,14 @@ export async function reapLeftovers(opts: {
   home: string;
   sessionsDir: string;
   store: Store;
+  history: History<SessionRecord>;
   log: (msg: string, extra?: object) => void;
   /** Runs first, while the orphans' browsers may still run: a feature keeps what they wrote (a profile saved with save_changes). */
   salvage?: (orphans: SessionRecord[]) => Promise<void>;
 }): Promise<void> {
   // A session still has its runtime while its processes may run: live ones, and deleted ones whose
   // background teardown (a profile's save among it) the crash interrupted.
-  const orphaned = opts.store.data.sessions.filter((s) => !s.deleted_at || s.runtime);
+  const orphaned = opts.store.collection('sessions').filter((s) => !s.deleted_at || s.runtime);
   await opts.salvage?.(orphaned).catch((err: unknown) => opts.log('salvage of orphaned sessions failed', { error: String(err) }));
   const killed = await killMarked(opts.home);
   if (orphaned.length) {
@@ -35,14 +36,11 @@ export async function reapLeftovers(opts: {
       }
     });
   }
-  // Deleted sessions stay findable (include_deleted) for a week, then leave the state file.
-  const cutoff = Date.now() - DELETED_RETENTION_MS;
-  const expired = opts.store.data.sessions.filter((s) => s.deleted_at && Date.parse(s.deleted_at) < cutoff);
-  if (expired.length) {
-    await opts.store.update((state) => {
-      state.sessions = state.sessions.filter((s) => !expired.includes(s));
-    });
-  }
+  // Nothing of the old daemon runs any more: every session it left is history now (a state file
+  // from before the history existed holds all its ended ones too).
+  const ended = [...opts.store.data.sessions];
+  for (const s of ended) await opts.history.put(s);
+  if (ended.length) await opts.store.update((state) => void (state.sessions = []));
   const dirs = await readdir(opts.sessionsDir).catch(() => [] as string[]);
   await Promise.all(dirs.map((d) => removeTree(join(opts.sessionsDir, d), opts.log)));
   if (killed.length || orphaned.length || dirs.length) {

@@ -22,12 +22,16 @@ export class SessionTokens {
     return new SessionTokens(new TextEncoder().encode(secret));
   }
 
-  sign(sessionId: string, orgId: string, scope: TokenScope): Promise<string> {
+  /**
+   * The token of a session for a scope. It depends only on its claims and the key (issued at the
+   * session's creation), so it is derived again whenever it is needed and never stored.
+   */
+  sign(sessionId: string, orgId: string, scope: TokenScope, issuedAt: Date): Promise<string> {
     const claims: SessionClaims = { session: { id: sessionId, org_id: orgId }, scope };
     return new SignJWT({ ...claims })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(sessionId)
-      .setIssuedAt()
+      .setIssuedAt(Math.floor(issuedAt.getTime() / 1000))
       .setIssuer('rbrowse')
       .sign(this.key);
   }

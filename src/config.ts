@@ -19,6 +19,8 @@ export function homePaths(home: string) {
     logsDir: join(home, 'logs'),
     daemonLog: join(home, 'logs', 'daemon.log'),
     sessionsDir: join(home, 'sessions'),
+    /** Ended sessions and finished invocations, one JSON-lines file each (daemon/state/history.ts). */
+    historyDir: join(home, 'history'),
     profilesDir: join(home, 'profiles'),
     extensionsDir: join(home, 'extensions'),
     /** Deployed app code, one directory per deployment. */
@@ -47,6 +49,8 @@ export interface DaemonInfo {
   base_url: string;
   started_at: string;
   version: string;
+  /** What an operator must hear of this start (state recovered from its last good copy). */
+  notices?: string[];
 }
 
 export function baseUrlFor(host: string, port: number): string {

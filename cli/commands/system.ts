@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { baseUrlFor, DEFAULT_HOST, defaultPort } from '../../src/config.js';
 import { DEFAULT_STANDBY, parseStandby } from '../../src/standby.js';
 import { RbrowseClient } from '../../src/client.js';
 import { checkSystemDeps, installCommand } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
-import { readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-control.js';
+import { paths, readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-control.js';
 import { covers } from '../operations.js';
 import { printCheck, printJson } from '../output.js';
 import { animated, startDaemonWithProgress, withProgress } from '../progress.js';
@@ -47,6 +49,7 @@ export function daemonCommand(): Command {
         return;
       }
       const info = await startDaemonWithProgress({ host: o.host, port: o.port, standby: o.standby });
+      for (const notice of info.notices ?? []) process.stderr.write(`WARNING: ${notice}\n`);
       process.stdout.write(`${info.base_url}\n`);
     });
   daemon
@@ -121,6 +124,38 @@ interface Check {
   fix?: string;
 }
 
+/**
+ * The state file of this RBROWSE_HOME: it parses, or the daemon starts from its last good copy (a
+ * warning), or from nothing (missing: the daemon refuses to start). A recovery leaves the
+ * unreadable file beside it, and this keeps saying so until it is looked at and removed.
+ */
+function stateCheck(): Check {
+  const { stateFile, home } = paths();
+  const parses = (file: string) => {
+    try {
+      return typeof JSON.parse(readFileSync(file, 'utf8')) === 'object';
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : false;
+    }
+  };
+  const main = parses(stateFile);
+  const backup = parses(`${stateFile}.last-good`);
+  let kept: string[] = [];
+  try {
+    kept = readdirSync(home).filter((name) => name.startsWith('state.json.unreadable-')).map((name) => join(home, name));
+  } catch {
+    // No home yet.
+  }
+  if (main === false && backup !== true) {
+    return { name: 'state', state: 'missing', detail: `${stateFile} does not parse and no last good copy is left: the daemon will not start`, fix: `repair it, or move it aside to start with no state: mv ${stateFile} ${stateFile}.broken` };
+  }
+  if (main === false) return { name: 'state', state: 'warning', detail: `${stateFile} does not parse: the next start recovers from its last good copy (one change behind at most)` };
+  if (kept.length) {
+    return { name: 'state', state: 'warning', detail: `recovered from its last good copy once; the unreadable file is kept as ${kept.join(', ')}`, fix: `look at it, then remove it: rm ${kept.join(' ')}` };
+  }
+  return { name: 'state', state: 'ok', detail: main === 'missing' ? `${home} (no state yet)` : stateFile };
+}
+
 /** Everything the daemon needs from this machine, as ✓ / ✗ / ! checks. */
 function doctorChecks(): Check[] {
   const checks: Check[] = checkSystemDeps().map(({ dep, path }) =>
@@ -130,8 +165,9 @@ function doctorChecks(): Check[] {
   );
   // Present is not enough for bubblewrap: it needs root or unprivileged user namespaces.
   if (checks.some((c) => c.name === 'bwrap' && c.state === 'ok')) {
+    const sandbox = Sandbox.detect({ hide: [], log: () => {} });
     checks.push(
-      Sandbox.detect({ hide: [], log: () => {} }).enabled
+      sandbox.enabled
         ? { name: 'sandbox', state: 'ok', detail: 'bubblewrap runs: each session gets its own mount namespace' }
         : {
             name: 'sandbox',
@@ -140,7 +176,15 @@ function doctorChecks(): Check[] {
             fix: 'run as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)',
           },
     );
+    const { on, why, fix } = sandbox.chromiumSandbox;
+    const as = sandbox.user ? ` as uid ${sandbox.user.uid}` : '';
+    checks.push(
+      on
+        ? { name: 'chromium-sandbox', state: 'ok', detail: `Chromium runs with its own sandbox${as}` }
+        : { name: 'chromium-sandbox', state: 'warning', detail: `Chromium runs with --no-sandbox: ${why}`, ...(fix ? { fix } : {}) },
+    );
   }
+  checks.push(stateCheck());
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 24;
   checks.push({
     name: 'node',

@@ -16,7 +16,8 @@ import { killMarked, markedEnv } from '../browser/procs.js';
 import { removeTree } from '../fs-util.js';
 import { EventStream, type StreamEvent } from '../http/sse.js';
 import { paginate, type ListPage } from '../paging.js';
-import type { OrgRecord, Store } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { Store } from '../store.js';
 import { BuildError, installDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
 import { receiveDeploy } from './deploy-form.js';
 import { EventLog, sinceTime } from './event-log.js';
@@ -42,6 +43,12 @@ export interface DeploymentRecord {
   source_checksum: string;
   /** What the entrypoint registers; filled when the deployment starts running. */
   apps: AppVersionRecord[];
+}
+
+declare module '../store.js' {
+  interface State {
+    deployments: DeploymentRecord[];
+  }
 }
 
 export interface ResolvedAction {
@@ -82,6 +89,7 @@ export class Deployments {
   private readonly home: string;
 
   constructor(private readonly deps: { store: Store; dir: string; home?: string; log: (msg: string, extra?: object) => void }) {
+    deps.store.collection('deployments');
     this.home = deps.home ?? dirname(deps.dir);
   }
 

@@ -2,7 +2,7 @@ import type * as S from '../../src/api/schemas.js';
 import { ApiError, BadRequestError } from '../../src/errors.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
-import type { OrgRecord } from '../store.js';
+import type { OrgRecord } from '../auth.js';
 import { actionOps, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
 import type { InputBackend } from './backend.js';
 import { CdpInput } from './cdp-input.js';

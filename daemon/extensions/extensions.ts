@@ -12,7 +12,8 @@ import { extractZip, type UnzipLimits } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import type { OrgRecord, Store } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { Store } from '../store.js';
 import { unloadedExtensions } from './loaded.js';
 import { defaultName, readManifest } from './manifest.js';
 import { receiveUpload } from './upload-form.js';
@@ -27,6 +28,12 @@ export interface ExtensionRecord {
   last_used_at?: string;
   /** Kept to explain a refusal: Chromium 139 and later no longer load manifest_version 2. */
   manifest_version: 2 | 3;
+}
+
+declare module '../store.js' {
+  interface State {
+    extensions: ExtensionRecord[];
+  }
 }
 
 /** The zip as uploaded, served back by download. */
@@ -62,6 +69,7 @@ const label = (e: { id?: string; name?: string }) =>
  */
 export class Extensions implements SessionFeature {
   constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void }) {
+    deps.store.collection('extensions');
     this.sweep();
   }
 

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BodyOf, OperationId, ParamsOf, QueryOf, ResponseOf } from '../../src/api/routes.js';
-import type { OrgRecord } from '../store.js';
+import type { OrgRecord } from '../auth.js';
 
 export interface HandlerContext<K extends OperationId> {
   params: ParamsOf<K>;

@@ -10,7 +10,7 @@ import { ErrorBodySchema } from '../../src/api/schemas.js';
 import { NotFoundError, UnauthorizedError } from '../../src/errors.js';
 import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
-import type { OrgRecord } from '../store.js';
+import type { OrgRecord } from '../auth.js';
 import { toErrorReply } from './errors.js';
 import { formDoc } from './form-doc.js';
 import type { Handlers } from './handlers.js';

@@ -14,7 +14,9 @@ import { EventStream, type StreamEvent } from '../http/sse.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import type { OrgRecord, Store } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { Store } from '../store.js';
+import type { History } from '../state/history.js';
 import { ActionRun } from './action-run.js';
 import type { ResolvedAction } from '../apps/deployments.js';
 import { EventLog, sinceTime } from '../apps/event-log.js';
@@ -42,6 +44,12 @@ export interface InvocationRecord {
   api_key_id?: string;
 }
 
+declare module '../store.js' {
+  interface State {
+    invocations: InvocationRecord[];
+  }
+}
+
 export interface InvocationsDeps {
   store: Store;
   home: string;
@@ -53,6 +61,8 @@ export interface InvocationsDeps {
   /** API keys of an org: one is minted per invocation and revoked when it ends. */
   keys: { mintKey(org: OrgRecord): Promise<{ id: string; key: string }>; revokeKey(id: string): Promise<void> };
   publicUrl: () => string;
+  /** Finished invocations: out of the state document, findable and listable until the retention drops them. */
+  history: History<InvocationRecord>;
   log: (msg: string, extra?: object) => void;
   /** How long a sync POST /invocations waits before answering with the invocation still running. */
   syncCapMs?: number;
@@ -112,7 +122,9 @@ export class Invocations implements SessionFeature {
   private sessions?: SessionManager;
   private closing = false;
 
-  constructor(private readonly deps: InvocationsDeps) {}
+  constructor(private readonly deps: InvocationsDeps) {
+    deps.store.collection('invocations');
+  }
 
   /** The session manager is built after its features; it is handed over here. */
   attachSessions(sessions: SessionManager): void {
@@ -123,17 +135,16 @@ export class Invocations implements SessionFeature {
   async recover(): Promise<void> {
     const orphans = this.deps.store.data.invocations.filter((r) => !isTerminal(r.status));
     const keys = orphans.flatMap((r) => (r.api_key_id ? [r.api_key_id] : []));
-    if (!orphans.length) return;
-    await this.deps.store.update(() => {
-      for (const r of orphans) {
-        r.status = 'failed';
-        r.status_reason = 'the daemon stopped while the invocation ran';
-        r.finished_at = nowNano();
-        delete r.api_key_id;
-      }
-    });
+    for (const r of orphans) {
+      r.status = 'failed';
+      r.status_reason = 'the daemon stopped while the invocation ran';
+      r.finished_at = nowNano();
+      delete r.api_key_id;
+    }
+    // Every one is finished now (a state file from before the history holds finished ones too).
+    await this.retire([...this.deps.store.data.invocations]);
     for (const key of keys) await this.deps.keys.revokeKey(key);
-    this.deps.log('invocations failed by a daemon restart', { count: orphans.length });
+    if (orphans.length) this.deps.log('invocations failed by a daemon restart', { count: orphans.length });
   }
 
   async create(org: OrgRecord, body: CreateInvocationBody): Promise<{ accepted: boolean; invocation: Invocation }> {
@@ -175,7 +186,7 @@ export class Invocations implements SessionFeature {
 
   list(org: OrgRecord, q: ListInvocationsQuery): ListPage<Invocation> {
     const since = sinceTime(q.since);
-    const matches = this.deps.store.data.invocations.filter(
+    const matches = [...this.deps.history.all(), ...this.deps.store.data.invocations].filter(
       (r) =>
         r.org_id === org.id &&
         (q.app_name === undefined || r.app_name === q.app_name) &&
@@ -186,8 +197,9 @@ export class Invocations implements SessionFeature {
         (q.query === undefined || [r.id, r.app_name, r.action_name].some((f) => f.includes(q.query!))) &&
         (since === undefined || Date.parse(r.started_at) >= since),
     );
-    // Newest first; records are kept in creation order.
-    return paginate(matches.reverse(), q, (r) => this.toApi(r));
+    // Newest first.
+    matches.sort((a, b) => b.started_at.localeCompare(a.started_at));
+    return paginate(matches, q, (r) => this.toApi(r));
   }
 
   /** Sets the final status (any status may be replaced, as the spec's table says); a running action is stopped. */
@@ -199,10 +211,9 @@ export class Invocations implements SessionFeature {
       await this.settle(inv, { status: body.status, output: body.output, reason });
     } else {
       await inv?.settling;
-      await this.deps.store.update(() => {
-        record.status = body.status;
-        if (body.output !== undefined) record.output = body.output;
-      });
+      record.status = body.status;
+      if (body.output !== undefined) record.output = body.output;
+      await this.deps.history.put(record);
       if (body.status === 'failed') await this.endBrowsers(record.id);
     }
     return this.toApi(record);
@@ -332,13 +343,12 @@ export class Invocations implements SessionFeature {
     }
     inv.unhold();
     const keyId = record.api_key_id;
-    await this.deps.store.update(() => {
-      record.status = end.status;
-      record.finished_at = nowNano();
-      if (end.output !== undefined) record.output = end.output;
-      if (end.reason !== undefined) record.status_reason = end.reason;
-      delete record.api_key_id;
-    });
+    record.status = end.status;
+    record.finished_at = nowNano();
+    if (end.output !== undefined) record.output = end.output;
+    if (end.reason !== undefined) record.status_reason = end.reason;
+    delete record.api_key_id;
+    await this.retire([record]);
     if (keyId) await this.deps.keys.revokeKey(keyId).catch((err) => this.deps.log('key revocation failed', { error: String(err) }));
     if (end.status === 'failed') {
       inv.events.push({
@@ -395,8 +405,17 @@ export class Invocations implements SessionFeature {
     }
   }
 
+  /** Finished invocations leave the state document for the history. */
+  private async retire(records: InvocationRecord[]): Promise<void> {
+    if (!records.length) return;
+    for (const record of records) await this.deps.history.put(record);
+    const done = new Set(records);
+    await this.deps.store.update((s) => void (s.invocations = s.invocations.filter((r) => !done.has(r))));
+  }
+
   private find(org: OrgRecord, id: string): InvocationRecord {
-    const record = this.deps.store.data.invocations.find((r) => r.id === id && r.org_id === org.id);
+    const found = this.deps.store.data.invocations.find((r) => r.id === id) ?? this.deps.history.get(id);
+    const record = found?.org_id === org.id ? found : undefined;
     if (!record) throw new NotFoundError(`invocation ${id} not found`);
     return record;
   }

@@ -1,5 +1,5 @@
 import type { BrowserPool } from '../../src/api/schemas.js';
-import type { PoolRecord } from '../store.js';
+import type { PoolRecord } from './record.js';
 import type { Refill } from '../ready/refill.js';
 import { WaitQueue } from './waiters.js';
 

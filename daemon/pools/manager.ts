@@ -12,7 +12,10 @@ import { ApiError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { SessionManager } from '../sessions/manager.js';
-import type { OrgRecord, PoolRecord, SessionRecord, Store } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { PoolRecord } from './record.js';
+import type { SessionRecord } from '../sessions/record.js';
+import type { Store } from '../store.js';
 import { configFromCreate, configFromUpdate, defaultAcquireTimeoutMs, launchIntervalMs, sessionBody } from './config.js';
 import { Refill } from '../ready/refill.js';
 import { LivePool } from './live-pool.js';
@@ -37,6 +40,7 @@ export class PoolManager {
   private readonly changeListeners: (() => void)[] = [];
 
   constructor(private readonly deps: PoolManagerDeps) {
+    deps.store.collection('pools');
     for (const record of deps.store.data.pools) this.pools.set(record.id, this.livePool(record));
     deps.sessions.onSessionEnd((record) => this.sessionEnded(record));
   }
@@ -168,7 +172,7 @@ export class PoolManager {
     const id = body.session_id;
     const notLeased = () => new ConflictError(`browser session ${id} is not leased from browser pool ${idOrName}`);
     if (!pool.leased.has(id)) {
-      this.deps.sessions.get(org, id); // 404 for a session the caller does not have
+      await this.deps.sessions.get(org, id); // 404 for a session the caller does not have
       throw notLeased();
     }
     const record = this.deps.sessions.liveSession(id)?.record;

@@ -17,7 +17,9 @@ import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import { sessionDirs } from '../sessions/live-session.js';
-import type { OrgRecord, SessionRecord, Store } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { SessionRecord } from '../sessions/record.js';
+import type { Store } from '../store.js';
 import { isLeftoverTemp, packUserData, unpackUserData } from './archive.js';
 import { ProfileLeases } from './leases.js';
 import { endOrphanBrowser } from './orphan-browser.js';
@@ -31,6 +33,12 @@ export interface ProfileRecord {
   updated_at?: string;
   /** The last time a session loaded it. */
   last_used_at?: string;
+}
+
+declare module '../store.js' {
+  interface State {
+    profiles: ProfileRecord[];
+  }
 }
 
 /** A download: the archive's bytes, and how to name and type them. */
@@ -53,7 +61,9 @@ const label = (p: { id?: string; name?: string }) => JSON.stringify(p.name ?? p.
 export class Profiles implements SessionFeature {
   private readonly leases = new ProfileLeases();
 
-  constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void }) {}
+  constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void }) {
+    deps.store.collection('profiles');
+  }
 
   async create(org: OrgRecord, body: CreateProfileBody): Promise<Profile> {
     const now = new Date().toISOString();

@@ -5,7 +5,9 @@ import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import type { OrgRecord, SessionRecord, Store } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { SessionRecord } from '../sessions/record.js';
+import type { Store } from '../store.js';
 import { checkUpstream } from './check.js';
 import { SessionForwarder } from './forwarder.js';
 import { ProxySecrets } from './secrets.js';
@@ -23,6 +25,12 @@ export interface ProxyRecord {
   bypass_hosts?: string[];
   status?: 'available' | 'unavailable';
   last_checked?: string;
+}
+
+declare module '../store.js' {
+  interface State {
+    proxies: ProxyRecord[];
+  }
 }
 
 export interface ProxiesDeps {
@@ -46,6 +54,7 @@ export class Proxies implements SessionFeature {
   private readonly forwarders = new Map<string, SessionForwarder>();
 
   constructor(private readonly deps: ProxiesDeps) {
+    deps.store.collection('proxies');
     this.secrets = new ProxySecrets(join(deps.credentialsDir, 'proxies'));
   }
 

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { execa } from 'execa';
 import { isAbsolute, join, relative } from 'node:path';
 
 /** The paths a session's browser (and the filesystem API) sees as its own, writable ones. */
@@ -10,6 +11,19 @@ export interface SessionRoots {
   home: string;
   /** Host directory mounted at /tmp. */
   tmp: string;
+}
+
+/** Whom a session's programs run as when the daemon is root (RBROWSE_BROWSER_UID; default nobody). */
+export interface BrowserUser {
+  uid: number;
+  gid: number;
+}
+
+/** Whether Chromium runs with its own sandbox, and if not, why (doctor and the daemon's start say it). */
+export interface ChromiumSandbox {
+  on: boolean;
+  why?: string;
+  fix?: string;
 }
 
 /** Inside-path -> host-path pairs, most specific first. */
@@ -31,29 +45,65 @@ export class Sandbox {
     private readonly bwrap: string,
     /** Host directories to hide (RBROWSE_HOME and the like) when they are not already under a hidden one. */
     private readonly hidden: string[],
+    /** Set when the daemon runs as root: inside the namespace, programs drop to this user. */
+    readonly user: BrowserUser | undefined,
+    readonly chromiumSandbox: ChromiumSandbox,
   ) {}
 
-  /** Probes once whether bubblewrap works here (it needs root or unprivileged user namespaces). */
+  /**
+   * Probes once whether bubblewrap works here (it needs root or unprivileged user namespaces), and
+   * whether Chromium's own sandbox can run in it: as an unprivileged user (the daemon drops to
+   * one when it is root) that may create the user, PID and network namespaces Chromium's sandbox
+   * puts renderers in. Without them Chromium must run with --no-sandbox: an explicit fallback that
+   * RBROWSE_CHROMIUM_SANDBOX=off also chooses, and that the daemon's start and doctor announce.
+   */
   static detect(opts: {
     bwrap?: string;
     hide: string[];
     log: (msg: string, extra?: object) => void;
     disabled?: boolean;
+    env?: NodeJS.ProcessEnv;
   }): Sandbox {
     const bwrap = opts.bwrap ?? 'bwrap';
-    if (opts.disabled) return new Sandbox(false, bwrap, opts.hide);
-    try {
-      execFileSync(bwrap, ['--ro-bind', '/', '/', '--unshare-pid', '--proc', '/proc', '--dev', '/dev', 'true'], {
-        stdio: 'ignore',
-        timeout: 10_000,
-      });
-      return new Sandbox(true, bwrap, opts.hide);
-    } catch (err) {
-      opts.log('bubblewrap cannot run here: sessions use a per-session root without a mount namespace', {
-        error: String(err),
-      });
-      return new Sandbox(false, bwrap, opts.hide);
+    const env = opts.env ?? process.env;
+    const user = process.getuid?.() === 0 ? browserUser(env) : undefined;
+    const off = (why: string, fix: string) => ({ on: false, why, fix });
+    let enabled = false;
+    if (!opts.disabled) {
+      try {
+        execFileSync(bwrap, ['--ro-bind', '/', '/', '--unshare-pid', '--proc', '/proc', '--dev', '/dev', 'true'], { stdio: 'ignore', timeout: 10_000 });
+        enabled = true;
+      } catch (err) {
+        opts.log('bubblewrap cannot run here: sessions use a per-session root without a mount namespace', { error: String(err) });
+      }
     }
+    let chromium: ChromiumSandbox;
+    if (env.RBROWSE_CHROMIUM_SANDBOX === 'off') {
+      chromium = off('RBROWSE_CHROMIUM_SANDBOX=off', 'unset RBROWSE_CHROMIUM_SANDBOX to run Chromium with its own sandbox');
+    } else if (!enabled && user) {
+      chromium = off('the daemon runs as root and bubblewrap cannot run, so Chromium cannot drop to an unprivileged user', 'install bubblewrap (apt-get install bubblewrap), or run the daemon as an unprivileged user');
+    } else {
+      const probe = [...(enabled ? [bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--proc', '/proc', '--'] : []), ...dropTo(user), 'unshare', '--user', '--pid', '--net', '--fork', 'true'];
+      try {
+        execFileSync(probe[0]!, probe.slice(1), { stdio: 'ignore', timeout: 10_000 });
+        chromium = { on: true };
+      } catch {
+        chromium = off(
+          `an unprivileged user cannot create user namespaces here (Chromium's sandbox needs them)`,
+          'allow unprivileged user namespaces: sysctl -w kernel.unprivileged_userns_clone=1 (Debian), or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu 24.04+)',
+        );
+      }
+    }
+    if (!chromium.on && env.RBROWSE_CHROMIUM_SANDBOX !== 'off') {
+      opts.log(`CHROMIUM SANDBOX OFF: ${chromium.why}; browsers run with --no-sandbox. Fix: ${chromium.fix}`);
+    }
+    return new Sandbox(enabled, bwrap, opts.hide, enabled ? user : undefined, chromium);
+  }
+
+  /** Hands a session's directories to the user its programs run as (after the daemon wrote into them). */
+  async own(roots: SessionRoots): Promise<void> {
+    if (!this.user) return;
+    await execa('chown', ['-R', `${this.user.uid}:${this.user.gid}`, roots.home, roots.tmp]);
   }
 
   /** The command prefix that runs a program inside the session's namespace ([] without bubblewrap). */
@@ -76,6 +126,7 @@ export class Sandbox {
       ...x11.flatMap((sock) => ['--ro-bind', sock, sock]),
       '--chdir', SANDBOX_HOME,
       '--',
+      ...dropTo(this.user),
     ];
   }
 
@@ -107,4 +158,17 @@ export class Sandbox {
   homePath(roots: SessionRoots, ...parts: string[]): string {
     return join(this.enabled ? SANDBOX_HOME : roots.home, ...parts);
   }
+}
+
+function browserUser(env: NodeJS.ProcessEnv): BrowserUser {
+  const raw = env.RBROWSE_BROWSER_UID;
+  const uid = raw === undefined || raw === '' ? 65534 : Number(raw);
+  if (!Number.isInteger(uid) || uid <= 0 || uid > 0xfffffffe) throw new Error(`RBROWSE_BROWSER_UID is not an unprivileged uid: ${raw}`);
+  return { uid, gid: uid };
+}
+
+/** The prefix that becomes `user` for good: no groups, no capabilities, no way back through setuid binaries. */
+function dropTo(user: BrowserUser | undefined): string[] {
+  if (!user) return [];
+  return ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
 }

@@ -1,5 +1,6 @@
 import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
-import type { OrgRecord, SessionRecord } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { SessionRecord } from './record.js';
 import type { sessionDirs } from './live-session.js';
 
 export type SessionDirs = ReturnType<typeof sessionDirs>;

@@ -7,7 +7,7 @@ import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { FileOps } from '../fs/file-ops.js';
-import type { SessionRecord } from '../store.js';
+import type { SessionRecord } from './record.js';
 import type { UpdateBrowserBody } from '../../src/api/schemas.js';
 import type { FeatureLaunch, SessionDirs } from './features.js';
 
@@ -128,6 +128,8 @@ export class LiveSession {
     let chromium: ChromiumProcess | undefined;
     try {
       features = (await prepare?.({ dirs, insidePath: (p) => deps.sandbox.insidePath(roots, p) })) ?? [];
+      // Everything the daemon put in (a profile, extensions) now belongs to the user the browser runs as.
+      await deps.sandbox.own(roots);
       if (!record.headless) {
         display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env });
         // The live view's server starts while Chromium does; both only need the display.

@@ -11,12 +11,15 @@ import {
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
 import { paginate, type ListPage as Page } from '../paging.js';
-import type { OrgRecord, SessionRecord, Store } from '../store.js';
+import type { OrgRecord } from '../auth.js';
+import type { SessionRecord } from './record.js';
+import type { Store } from '../store.js';
 import type { SessionTokens, TokenScope } from '../tokens.js';
 import type { FeatureLaunch, SessionFeature } from './features.js';
 import { LiveSession, type PrepareFeatures, type RuntimeDeps } from './live-session.js';
 import { navigate, warmUp } from '../browser/cdp-page.js';
 import type { Standby } from '../ready/standby.js';
+import type { History } from '../state/history.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
 /** The spec's inactivity check period. */
@@ -24,6 +27,8 @@ export const INACTIVITY_CHECK_MS = 5000;
 
 export interface SessionManagerDeps {
   store: Store;
+  /** Ended sessions once their teardown is done: findable with include_deleted, out of the state document. */
+  history: History<SessionRecord>;
   tokens: SessionTokens;
   runtime: RuntimeDeps;
   /** Origin clients reach the daemon at, e.g. http://127.0.0.1:7331. */
@@ -39,6 +44,12 @@ export interface SessionManagerDeps {
 const NO_ORG: OrgRecord = { id: '', name: '', created_at: '' };
 
 export type ListPage = Page<BrowserSession>;
+
+/** A session's jwts: the cdp_ws_url one, and the live view's for a headful session. */
+interface Jwts {
+  cdp: string;
+  live?: string;
+}
 
 /** What a session is made for besides its HTTP body: pools create theirs through this. */
 export interface CreateOptions {
@@ -62,8 +73,12 @@ export class SessionManager {
   /** Where a session's inactivity countdown may start at the earliest; Infinity while suspended. */
   private readonly countdownFrom = new Map<string, number>();
   private readonly changeListeners: (() => void)[] = [];
+  /** The jwts of sessions not yet in the history; an ended one's are derived again when it is shown. */
+  private readonly jwts = new Map<string, Jwts>();
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  constructor(private readonly deps: SessionManagerDeps) {
+    deps.store.collection('sessions');
+  }
 
   private get features(): SessionFeature[] {
     return this.deps.features ?? [];
@@ -192,7 +207,6 @@ export class SessionManager {
       kiosk_mode: body.kiosk_mode ?? false,
       timeout_seconds: body.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
       viewport,
-      jwt: '',
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(body.tags ? { tags: body.tags } : {}),
       ...(body.start_url ? { start_url: body.start_url } : {}),
@@ -203,8 +217,13 @@ export class SessionManager {
 
   /** The jwts of a session of the org: issued once it is the org's (a standby browser has none). */
   private async sign(record: SessionRecord): Promise<void> {
-    record.jwt = await this.deps.tokens.sign(record.id, record.org_id, 'cdp');
-    if (!record.headless) record.live_jwt = await this.deps.tokens.sign(record.id, record.org_id, 'live');
+    this.jwts.set(record.id, await this.derive(record));
+  }
+
+  private async derive(record: SessionRecord): Promise<Jwts> {
+    const at = new Date(record.created_at);
+    const cdp = await this.deps.tokens.sign(record.id, record.org_id, 'cdp', at);
+    return record.headless ? { cdp } : { cdp, live: await this.deps.tokens.sign(record.id, record.org_id, 'live', at) };
   }
 
   /** What a session's features set up around its launch, in order; all given back if one fails. */
@@ -291,21 +310,23 @@ export class SessionManager {
     return this.view(record);
   }
 
-  get(org: OrgRecord, idOrName: string, includeDeleted = false): BrowserSession {
-    return this.view(this.find(org, idOrName, includeDeleted));
+  get(org: OrgRecord, idOrName: string, includeDeleted = false): Promise<BrowserSession> {
+    return this.present(this.find(org, idOrName, includeDeleted));
   }
 
-  list(org: OrgRecord, q: ListBrowsersQuery): ListPage {
+  async list(org: OrgRecord, q: ListBrowsersQuery): Promise<ListPage> {
     const status = q.include_deleted ? 'all' : (q.status ?? 'active');
-    const matches = this.deps.store.data.sessions.filter(
+    const sources = status === 'active' ? [this.deps.store.data.sessions] : [this.deps.history.all(), this.deps.store.data.sessions];
+    const matches = sources.flat().filter(
       (s) =>
         s.org_id === org.id &&
         (status === 'all' || (status === 'active') === !s.deleted_at) &&
         (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)),
     );
     // Newest first, as an operator looking for the session they just made expects.
-    matches.reverse();
-    return paginate(matches, q, (r) => this.view(r));
+    matches.sort((a, b) => b.created_at.localeCompare(a.created_at));
+    const page = paginate(matches, q);
+    return { ...page, items: await Promise.all(page.items.map((r) => this.present(r))) };
   }
 
   async update(org: OrgRecord, idOrName: string, body: UpdateBrowserBody): Promise<BrowserSession> {
@@ -366,8 +387,8 @@ export class SessionManager {
     const claims = await this.deps.tokens.verify(jwt, scope);
     if (!claims) throw new UnauthorizedError('missing or invalid jwt');
     const session = this.liveSession(claims.id);
-    const issued = scope === 'cdp' ? session?.record.jwt : session?.record.live_jwt;
-    if (!session || issued !== jwt) throw new NotFoundError('browser session not found or ended');
+    const jwts = session && this.jwts.get(session.id);
+    if (!jwts || (scope === 'cdp' ? jwts.cdp : jwts.live) !== jwt) throw new NotFoundError('browser session not found or ended');
     return session;
   }
 
@@ -439,11 +460,25 @@ export class SessionManager {
   private async teardown(session: LiveSession, reason: string): Promise<void> {
     try {
       const { graceful } = await session.stop();
-      if (session.record.runtime) await this.deps.store.update(() => void delete session.record.runtime);
+      await this.retire([session.record]);
       this.deps.log('session ended', { session: session.id, reason, graceful });
     } catch (err) {
       this.deps.log('session teardown failed', { session: session.id, reason, error: String(err), stack: (err as Error).stack });
     }
+  }
+
+  /**
+   * Ended sessions whose processes are gone leave the state document for the history. Until then
+   * a record keeps its runtime, so a daemon that crashes mid-teardown finds what it left.
+   */
+  async retire(records: SessionRecord[]): Promise<void> {
+    for (const record of records) {
+      delete record.runtime;
+      this.jwts.delete(record.id);
+      await this.deps.history.put(record);
+    }
+    const gone = new Set(records);
+    await this.deps.store.update((s) => void (s.sessions = s.sessions.filter((r) => !gone.has(r))));
   }
 
   private async endIdleSessions(): Promise<void> {
@@ -457,7 +492,8 @@ export class SessionManager {
   }
 
   private find(org: OrgRecord, idOrName: string, includeDeleted: boolean): SessionRecord {
-    const mine = this.deps.store.data.sessions.filter((s) => s.org_id === org.id && (includeDeleted || !s.deleted_at));
+    const all = includeDeleted ? [...this.deps.history.all(), ...this.deps.store.data.sessions] : this.deps.store.data.sessions;
+    const mine = all.filter((s) => s.org_id === org.id && (includeDeleted || !s.deleted_at));
     // A live session wins over deleted ones of the same name.
     const record =
       mine.find((s) => s.id === idOrName) ??
@@ -485,13 +521,19 @@ export class SessionManager {
     }
   }
 
-  private view(r: SessionRecord): BrowserSession {
+  /** A session as the API shows it, its jwts derived again if it has left memory (ended). */
+  private async present(r: SessionRecord): Promise<BrowserSession> {
+    return this.view(r, this.jwts.get(r.id) ?? (await this.derive(r)));
+  }
+
+  /** A session as the API shows it; one not yet retired (every running one) has its jwts at hand. */
+  private view(r: SessionRecord, jwts = this.jwts.get(r.id)!): BrowserSession {
     const ws = this.deps.publicUrl().replace(/^http/, 'ws');
     return {
       session_id: r.id,
       created_at: r.created_at,
-      cdp_ws_url: `${ws}/browser/cdp?jwt=${r.jwt}`,
-      ...(r.live_jwt ? { browser_live_view_url: `${this.deps.publicUrl()}/browser/live?jwt=${r.live_jwt}` } : {}),
+      cdp_ws_url: `${ws}/browser/cdp?jwt=${jwts.cdp}`,
+      ...(jwts.live ? { browser_live_view_url: `${this.deps.publicUrl()}/browser/live?jwt=${jwts.live}` } : {}),
       headless: r.headless,
       stealth: r.stealth,
       timeout_seconds: r.timeout_seconds,

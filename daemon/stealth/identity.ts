@@ -1,9 +1,10 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchChromium } from '../browser/chromium.js';
 import { markedEnv } from '../browser/procs.js';
 import { removeTree } from '../fs-util.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
 import { CdpClient } from './cdp-client.js';
 
 /** CDP's Emulation.UserAgentMetadata: what navigator.userAgentData and the Sec-CH-UA headers report. */
@@ -47,17 +48,21 @@ export function withoutHeadless(identity: BrowserIdentity): BrowserIdentity {
  * written down here. Its processes carry the home's markers, so a daemon killed meanwhile has
  * them reaped at its next start.
  */
-export async function probeIdentity(opts: { chromiumPath: string; noSandbox: boolean; home: string }): Promise<BrowserIdentity> {
+export async function probeIdentity(opts: { chromiumPath: string; sandbox: Sandbox; home: string }): Promise<BrowserIdentity> {
   const dir = await mkdtemp(join(tmpdir(), 'rbrowse-identity-'));
   try {
+    const roots = { home: join(dir, 'home'), tmp: join(dir, 'tmp') };
+    await Promise.all([mkdir(roots.home), mkdir(roots.tmp)]);
+    await opts.sandbox.own(roots);
     const chromium = await launchChromium({
       executable: opts.chromiumPath,
-      userDataDir: join(dir, 'user-data'),
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, TMPDIR: dir, ...markedEnv(opts.home, 'identity-probe') },
+      wrapper: opts.sandbox.wrap(roots),
+      userDataDir: opts.sandbox.homePath(roots, 'user-data'),
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...opts.sandbox.insideEnv(roots), ...markedEnv(opts.home, 'identity-probe') },
       headless: true,
       width: 800,
       height: 600,
-      noSandbox: opts.noSandbox,
+      noSandbox: !opts.sandbox.chromiumSandbox.on,
     });
     const cdp = await CdpClient.connect(chromium.wsUrl).catch(async (err) => {
       await chromium.close();

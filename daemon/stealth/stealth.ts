@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { CreateBrowserBody } from '../../src/api/schemas.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
 import { probeIdentity, withoutHeadless, type BrowserIdentity } from './identity.js';
 import { initScript } from './init-script.js';
 import { TargetPatcher } from './target-patcher.js';
 
 export interface StealthDeps {
   chromiumPath: string;
-  noSandbox: boolean;
+  /** The probe browser runs as sessions' browsers do: in a namespace, as their user, with Chromium's sandbox when it can. */
+  sandbox: Sandbox;
   /** The daemon's home: the identity probe's processes carry its markers. */
   home: string;
   log: (msg: string, extra?: object) => void;

@@ -5,7 +5,7 @@ import { ServiceUnavailableError } from '../../src/errors.js';
 import { EventStream } from '../http/sse.js';
 import type { PoolManager } from '../pools/manager.js';
 import type { SessionManager } from '../sessions/manager.js';
-import type { OrgRecord } from '../store.js';
+import type { OrgRecord } from '../auth.js';
 
 export interface WatchSources {
   sessions: SessionManager;

@@ -1,0 +1,15 @@
+import type { BrowserPoolConfig } from '../../src/api/schemas.js';
+
+/** A pool definition; its browsers and counts live only in the running daemon. */
+export interface PoolRecord {
+  id: string;
+  org_id: string;
+  created_at: string;
+  config: BrowserPoolConfig;
+}
+
+declare module '../store.js' {
+  interface State {
+    pools: PoolRecord[];
+  }
+}

@@ -1,0 +1,42 @@
+import type { Viewport } from '../../src/viewport.js';
+
+/** Where a live session's processes are, so a restarted daemon can find what a crashed one left. */
+export interface SessionRuntimeRecord {
+  chromium_pid?: number;
+  xvfb_pid?: number;
+  display?: number;
+}
+
+/**
+ * A session as stored: in the state document while it runs or its teardown is unfinished, then in
+ * the sessions history. Its jwts are never stored: they are derived from the signing key.
+ */
+export interface SessionRecord {
+  id: string;
+  org_id: string;
+  created_at: string;
+  deleted_at?: string;
+  end_reason?: string;
+  headless: boolean;
+  stealth: boolean;
+  kiosk_mode: boolean;
+  timeout_seconds: number;
+  viewport: Viewport;
+  name?: string;
+  tags?: Record<string, string>;
+  start_url?: string;
+  proxy_id?: string;
+  invocation_id?: string;
+  persistence?: { id: string };
+  /** The profile the session loaded; save_changes: its user data is written back when it ends (saved_at: done). */
+  profile?: { id: string; save_changes: boolean; saved_at?: string };
+  runtime?: SessionRuntimeRecord;
+  /** Set on a pool's browsers, idle or acquired. */
+  pool?: { id: string; name?: string };
+}
+
+declare module '../store.js' {
+  interface State {
+    sessions: SessionRecord[];
+  }
+}

@@ -1,0 +1,119 @@
+import { open, readFile, type FileHandle } from 'node:fs/promises';
+import writeFileAtomic from 'write-file-atomic';
+
+export interface Retention {
+  /** Records whose time is older than this are dropped. */
+  maxAgeMs: number;
+  /** At most this many records are kept, the newest. */
+  maxCount: number;
+}
+
+/** How long ended things stay findable: RBROWSE_HISTORY_DAYS (default 7) and RBROWSE_HISTORY_MAX (default 10,000 of each kind). */
+export function retentionFromEnv(env: NodeJS.ProcessEnv = process.env): Retention {
+  const days = Number(env.RBROWSE_HISTORY_DAYS || 7);
+  const max = Number(env.RBROWSE_HISTORY_MAX || 10_000);
+  return {
+    maxAgeMs: (Number.isFinite(days) && days > 0 ? days : 7) * 24 * 3600 * 1000,
+    maxCount: Number.isInteger(max) && max > 0 ? max : 10_000,
+  };
+}
+
+/**
+ * Records that are done changing (ended sessions, finished invocations): an append-only JSON-lines
+ * file, so keeping one costs a line, not a rewrite of the state document, whatever the history's
+ * size. A record written again (a finished invocation PATCHed) is a new line; the last one wins.
+ * Held in memory for lookups, oldest first. What the retention drops leaves memory at once and the
+ * file when it is next compacted (at open, or once it holds twice the lines it needs).
+ */
+export class History<T extends { id: string }> {
+  private readonly records = new Map<string, T>();
+  private lines = 0;
+  private handle?: FileHandle;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly file: string,
+    private readonly retention: Retention,
+    /** The time a record's age is counted from (when it ended), in ms since the epoch. */
+    private readonly timeOf: (record: T) => number,
+  ) {}
+
+  static async open<T extends { id: string }>(file: string, retention: Retention, timeOf: (record: T) => number): Promise<History<T>> {
+    const history = new History<T>(file, retention, timeOf);
+    const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? '' : Promise.reject(err)));
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      try {
+        const record = JSON.parse(line) as T;
+        history.records.delete(record.id);
+        history.records.set(record.id, record);
+      } catch {
+        // A line cut short by a crash mid-append: only that record's last change is lost.
+      }
+      history.lines++;
+    }
+    history.expire();
+    if (history.lines > history.records.size) await history.compact();
+    return history;
+  }
+
+  get(id: string): T | undefined {
+    return this.records.get(id);
+  }
+
+  /** Every record kept, oldest first. */
+  all(): T[] {
+    return [...this.records.values()];
+  }
+
+  get size(): number {
+    return this.records.size;
+  }
+
+  /** Keeps a record (or its new version); resolves once its line is written. */
+  put(record: T): Promise<void> {
+    this.records.delete(record.id);
+    this.records.set(record.id, record);
+    this.expire();
+    const line = `${JSON.stringify(record)}\n`;
+    return this.serially(async () => {
+      if (this.lines >= 2 * Math.max(this.records.size, 1000)) return this.compactNow();
+      this.handle ??= await open(this.file, 'a', 0o600);
+      await this.handle.appendFile(line);
+      this.lines++;
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.serially(async () => {
+      await this.handle?.close();
+      this.handle = undefined;
+    });
+  }
+
+  private compact(): Promise<void> {
+    return this.serially(() => this.compactNow());
+  }
+
+  private async compactNow(): Promise<void> {
+    await this.handle?.close();
+    this.handle = undefined;
+    const text = this.all().map((r) => `${JSON.stringify(r)}\n`).join('');
+    await writeFileAtomic(this.file, text, { mode: 0o600, fsync: true });
+    this.lines = this.records.size;
+  }
+
+  private expire(): void {
+    const cutoff = Date.now() - this.retention.maxAgeMs;
+    for (const [id, record] of this.records) {
+      if (this.records.size <= this.retention.maxCount && this.timeOf(record) >= cutoff) break;
+      this.records.delete(id);
+    }
+  }
+
+  private serially<R>(work: () => Promise<R>): Promise<R> {
+    const run = this.chain.catch(() => {}).then(work);
+    this.chain = run;
+    return run;
+  }
+}
