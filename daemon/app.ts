@@ -32,6 +32,7 @@ import { SessionManager } from './sessions/manager.js';
 import { Standby } from './ready/standby.js';
 import type { StandbyEntry } from '../src/standby.js';
 import { Store } from './store.js';
+import { admissionLimits, LaunchAdmission } from './admission.js';
 import { History, retentionFromEnv } from './state/history.js';
 import type { SessionRecord } from './sessions/record.js';
 import type { InvocationRecord } from './invocations/invocations.js';
@@ -120,6 +121,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   // Chromium's own sandbox, unless this host cannot give it one (announced: log, daemon start, doctor).
   const noSandbox = !sandbox.chromiumSandbox.on;
   const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, log: opts.log });
+  const admission = new LaunchAdmission(admissionLimits());
+  opts.log('browser launches admitted', { ...admission.limits });
   // The standby set launches through the session manager, which takes from it: built around each other.
   const standby = new Standby({
     entries: opts.standby,
@@ -129,6 +132,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   const sessions: SessionManager = new SessionManager({
     standby,
+    admission,
     store,
     history: sessionHistory,
     tokens,
@@ -161,7 +165,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const server = await buildServer({
     auth,
     log: opts.log,
-    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby), ...browserHandlers(sessions), ...poolHandlers(pools),
+    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission), ...browserHandlers(sessions), ...poolHandlers(pools),
       ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },

@@ -62,9 +62,18 @@ export class ConflictError extends ApiError {
     super(409, 'conflict', message);
   }
 }
+/** Overload: the client should come back after `retryAfterSeconds` (sent as Retry-After; the SDK honours it). */
+export class RateLimitError extends ApiError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(429, 'rate_limit_exceeded', message);
+  }
+}
 export class ServiceUnavailableError extends ApiError {
-  constructor(message: string) {
-    super(503, 'service_unavailable', message);
+  constructor(message: string, inner?: ErrorDetail) {
+    super(503, 'service_unavailable', message, undefined, inner);
   }
 }
 export class InternalError extends ApiError {

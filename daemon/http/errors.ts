@@ -1,11 +1,12 @@
 import type { ErrorObject } from 'ajv';
-import { ApiError, CODE_BY_STATUS, type ErrorBody, type ErrorDetail } from '../../src/errors.js';
+import { ApiError, CODE_BY_STATUS, RateLimitError, type ErrorBody, type ErrorDetail } from '../../src/errors.js';
 
 export interface ErrorReply {
   status: number;
   body: ErrorBody;
   /** Deterministic errors tell the SDK not to retry them (x-should-retry: false). */
   retry: boolean;
+  headers?: Record<string, string>;
 }
 
 /** Names an ajv error by the field it concerns, in the dotted form clients send (viewport.width). */
@@ -64,8 +65,11 @@ interface FastifyishError {
 
 /** The one place where errors become HTTP statuses and kernel-wire bodies. */
 export function toErrorReply(err: unknown): ErrorReply {
+  if (err instanceof RateLimitError) {
+    return { status: 429, body: err.toBody(), retry: true, headers: { 'retry-after': String(err.retryAfterSeconds) } };
+  }
   if (err instanceof ApiError) {
-    return { status: err.status, body: err.toBody(), retry: err.status >= 500 || err.status === 429 };
+    return { status: err.status, body: err.toBody(), retry: err.status >= 500 };
   }
   const e = (err ?? {}) as FastifyishError;
   if (e.validation) {

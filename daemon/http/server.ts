@@ -129,9 +129,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
 
   app.setErrorHandler((err, req, reply) => {
-    const { status, body, retry } = toErrorReply(err);
+    const { status, body, retry, headers } = toErrorReply(err);
     if (status >= 500) deps.log('request failed', { method: req.method, url: req.url, error: String(err), stack: (err as Error).stack });
     if (!retry) reply.header('x-should-retry', 'false');
+    if (headers) reply.headers(headers);
     void reply.code(status).type('application/json').send(body);
   });
   app.setNotFoundHandler(async (req) => {

@@ -19,6 +19,7 @@ import type { FeatureLaunch, SessionFeature } from './features.js';
 import { LiveSession, type PrepareFeatures, type RuntimeDeps } from './live-session.js';
 import { navigate, warmUp } from '../browser/cdp-page.js';
 import type { Standby } from '../ready/standby.js';
+import type { LaunchAdmission } from '../admission.js';
 import type { History } from '../state/history.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -38,6 +39,8 @@ export interface SessionManagerDeps {
   features?: SessionFeature[];
   /** Ready browsers a matching create takes instead of launching one (see daemon/ready/standby.ts). */
   standby?: Pick<Standby, 'take'>;
+  /** Bounds the browser launches running at once (daemon/admission.ts); every launch takes a turn. */
+  admission: Pick<LaunchAdmission, 'acquire'>;
 }
 
 /** Whom a standby browser's features see while it launches: it belongs to no organization yet. */
@@ -181,7 +184,8 @@ export class SessionManager {
    */
   async startReady(kind: { headless: boolean; viewport: Viewport }): Promise<LiveSession> {
     const record = this.newRecord(newId(), NO_ORG, { headless: kind.headless }, kind.viewport);
-    const session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record));
+    const release = await this.deps.admission.acquire(NO_ORG.id, { background: true });
+    const session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record)).finally(release);
     try {
       await warmUp(session.chromium.wsUrl);
     } catch (err) {
@@ -249,13 +253,18 @@ export class SessionManager {
     viewport: Viewport,
     opts: CreateOptions,
   ): Promise<BrowserSession> {
-    const record = this.newRecord(newId(), org, body, viewport, opts);
-    await this.sign(record);
+    // A pool's refill is background work: it never takes a turn a waiting create could have.
+    const release = await this.deps.admission.acquire(org.id, { background: Boolean(opts.pool) });
     let session: LiveSession;
+    const record = this.newRecord(newId(), org, body, viewport, opts);
     try {
+      if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
+      await this.sign(record);
       session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record));
     } catch (err) {
       throw this.startFailed(record, err);
+    } finally {
+      release();
     }
     return this.register(session);
   }
@@ -290,7 +299,8 @@ export class SessionManager {
     this.deps.log('session start failed', { session: record.id, error: (err as Error).message });
     // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
     if (err instanceof ApiError) return err;
-    return new InternalError('the browser could not be started', {
+    // The machine's condition, not the client's: 503, which the SDK retries.
+    return new ServiceUnavailableError('the browser could not be started', {
       code: 'browser_start_failed',
       message: String((err as Error).message).slice(0, 2000),
     });

@@ -21,6 +21,16 @@ export const HealthSchema = Type.Object({
       description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted',
     }),
   ),
+  launches: Type.Optional(
+    Type.Object(
+      {
+        launching: Type.Integer({ minimum: 0 }),
+        queued: Type.Integer({ minimum: 0 }),
+        limit: Type.Integer({ minimum: 1 }),
+      },
+      { description: 'Browser launches under way, creates waiting for a turn, and how many this machine starts at once' },
+    ),
+  ),
 });
 
 export const ViewportSchema = Type.Object(

@@ -2,15 +2,17 @@ import type { Auth } from '../../auth.js';
 import type { CdpGateway } from '../../cdp/gateway.js';
 import type { HandlerGroup } from '../handlers.js';
 import type { Standby } from '../../ready/standby.js';
+import type { LaunchAdmission } from '../../admission.js';
 
 export function systemHandlers(
   auth: Auth,
   gateway: CdpGateway,
   publicUrl: () => string,
   standby: Pick<Standby, 'counts'>,
+  admission: Pick<LaunchAdmission, 'stats'>,
 ): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey'> {
   return {
-    health: () => ({ status: 'ok' as const, standby: standby.counts() }),
+    health: () => ({ status: 'ok' as const, standby: standby.counts(), launches: admission.stats() }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
     adminCreateKey: async ({ body }) => {
       const { org, key } = await auth.createKey(body.org);
