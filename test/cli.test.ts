@@ -225,8 +225,8 @@ describe('rbrowse CLI', () => {
     const r = await cli(['doctor']);
     assertOk(r, 'doctor');
     const got = lines(out(r));
-    // The sandbox line says whether bubblewrap runs, after the packages and before node.
-    const names = [...SYSTEM_DEPS.map((d) => d.name), 'sandbox', 'node'];
+    // After the packages: whether bubblewrap runs, whether Chromium gets its own sandbox, whether the state parses; then node.
+    const names = [...SYSTEM_DEPS.map((d) => d.name), 'sandbox', 'chromium-sandbox', 'state', 'node'];
     assert.equal(got.length, names.length, out(r));
     names.forEach((name, i) => {
       const line = got[i]!;

@@ -203,8 +203,8 @@ describe("Chromium's own sandbox", () => {
         // The page's renderer may start just after the create answers.
         const browsers = await waitFor(async () => {
           const found = await scan();
-          return found.some((b) => b.args.includes('--type=renderer')) && found;
-        }, 15_000, 'a renderer of the session');
+          return found.some((b) => b.args.includes('--type=renderer')) ? found : null;
+        }, 15_000, 'a renderer of the session') as Awaited<ReturnType<typeof scan>>;
         assert.ok(browsers.length >= 2, `the browser and its children (${browsers.length})`);
         for (const b of browsers) {
           assert.ok(!b.args.includes('--no-sandbox'), `no --no-sandbox in ${b.args.join(' ').slice(0, 200)}`);

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { realpath } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { execa, type ResultPromise } from 'execa';
-import { ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../src/errors.js';
+import { ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { sleep } from '../browser/procs.js';
 import { writableRoots, type Sandbox, type SessionRoots } from '../sandbox/sandbox.js';
 import { isSessionRoot } from './paths.js';
@@ -18,6 +18,7 @@ export interface FileInfo {
 
 /** Tool errors (LC_ALL=C, so the wording is stable) as API errors; the path is named, never a host path. */
 function toApiError(stderr: string, path: string): ApiError {
+  if (/No space left on device|Disk quota exceeded/.test(stderr)) return new ServiceUnavailableError(`${path}: no space left on the disk holding the session`);
   if (/No such file or directory/.test(stderr)) return new NotFoundError(`${path}: no such file or directory`);
   if (/Read-only file system|Permission denied|Operation not permitted/.test(stderr)) {
     return new ForbiddenError(`${path}: read-only or not permitted in this session`);

@@ -63,6 +63,16 @@ interface FastifyishError {
   validationContext?: string;
 }
 
+/** System errors that say the machine, not the request, is at fault: 503, which clients retry. */
+const MACHINE_CONDITIONS: Record<string, string> = {
+  ENOSPC: 'no space left on the disk holding RBROWSE_HOME',
+  EDQUOT: 'the disk quota of RBROWSE_HOME is exhausted',
+  EMFILE: 'the daemon has too many files open; try again shortly',
+  ENFILE: 'the machine has too many files open; try again shortly',
+  ENOMEM: 'the machine is out of memory; try again shortly',
+  EAGAIN: 'the machine cannot start another process now; try again shortly',
+};
+
 /** The one place where errors become HTTP statuses and kernel-wire bodies. */
 export function toErrorReply(err: unknown): ErrorReply {
   if (err instanceof RateLimitError) {
@@ -72,6 +82,8 @@ export function toErrorReply(err: unknown): ErrorReply {
     return { status: err.status, body: err.toBody(), retry: err.status >= 500 };
   }
   const e = (err ?? {}) as FastifyishError;
+  const machine = MACHINE_CONDITIONS[e.code ?? ''];
+  if (machine) return { status: 503, body: { code: 'service_unavailable', message: machine, inner_error: { code: e.code!, message: `system error ${e.code}` } }, retry: true };
   if (e.validation) {
     const details = validationDetails(e.validation, e.validationContext);
     const message = `invalid ${e.validationContext ?? 'request'}: ${details.map((d) => d.message).join('; ')}`;

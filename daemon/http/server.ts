@@ -7,7 +7,9 @@ import fastJson from 'fast-json-stringify';
 import type { TSchema } from 'typebox';
 import { routes, type OperationId, type RouteDef } from '../../src/api/routes.js';
 import { ErrorBodySchema } from '../../src/api/schemas.js';
-import { NotFoundError, UnauthorizedError } from '../../src/errors.js';
+import type { Duplex } from 'node:stream';
+import { ApiError, BadRequestError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
+import { refuseOnSocket } from './upgrades.js';
 import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
 import type { OrgRecord } from '../auth.js';
@@ -69,8 +71,17 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     logger: false,
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
-    return503OnClosing: true,
+    // Fastify's own 503 and 400 bodies are not kernel-wire's: both are answered below instead.
+    return503OnClosing: false,
+    clientErrorHandler: answerClientError,
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+  });
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (closing) throw new ServiceUnavailableError('the daemon is stopping');
   });
   app.setValidatorCompiler(makeValidators());
   app.setSerializerCompiler(({ schema }) => lazily(() => fastJson(schema as object) as (data: unknown) => string));
@@ -186,4 +197,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
+}
+
+/**
+ * A request Node's HTTP parser refused before any route saw it (headers too large, a malformed
+ * request line): answered with kernel-wire's error body, then the connection closes.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable) return void socket.destroy();
+  const refusal =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new ApiError(431, 'request_header_fields_too_large', 'the request line and headers exceed 16 KiB')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new ApiError(408, 'request_timeout', 'the request did not arrive in time')
+        : new BadRequestError(`malformed HTTP request (${err.code ?? 'parse error'})`);
+  refuseOnSocket(socket, refusal);
 }

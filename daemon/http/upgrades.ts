@@ -1,17 +1,18 @@
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ApiError, NotFoundError } from '../../src/errors.js';
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => Promise<void>;
 
-const REASONS: Record<number, string> = { 401: 'Unauthorized', 404: 'Not Found', 409: 'Conflict', 502: 'Bad Gateway', 503: 'Service Unavailable' };
-
-/** Answers a refused websocket upgrade with the kernel-wire error body, then closes. */
-export function refuseUpgrade(socket: Duplex, err: ApiError): void {
+/**
+ * Answers on a raw socket (a refused websocket upgrade, a request the HTTP parser refused) with
+ * the kernel-wire error body, then closes.
+ */
+export function refuseOnSocket(socket: Duplex, err: ApiError): void {
   if (socket.destroyed) return;
   const body = JSON.stringify(err.toBody());
   socket.end(
-    `HTTP/1.1 ${err.status} ${REASONS[err.status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nx-should-retry: false\r\nConnection: close\r\n\r\n${body}`,
   );
 }
@@ -40,7 +41,7 @@ export class UpgradeRouter {
         : Promise.reject(new NotFoundError(`no websocket endpoint at ${url.pathname}`));
       run.catch((err) => {
         if (!(err instanceof ApiError)) this.log('websocket upgrade failed', { path: url.pathname, error: String(err) });
-        refuseUpgrade(socket, err instanceof ApiError ? err : new ApiError(502, 'bad_gateway', 'browser unreachable'));
+        refuseOnSocket(socket, err instanceof ApiError ? err : new ApiError(502, 'bad_gateway', 'browser unreachable'));
       });
     });
   }

@@ -310,12 +310,19 @@ export class SessionManager {
   private async register(session: LiveSession): Promise<BrowserSession> {
     const { record } = session;
     record.runtime = { chromium_pid: session.chromium.pid, xvfb_pid: session.display?.pid, display: session.display?.number };
+    try {
+      await this.deps.store.update((s) => void s.sessions.push(record));
+    } catch (err) {
+      // Not stored (a full disk): the session must not run unrecorded, nor stay in the document.
+      this.deps.store.data.sessions = this.deps.store.data.sessions.filter((r) => r !== record);
+      this.track(session.stop());
+      throw err;
+    }
     this.live.set(record.id, session);
     session.onClientsChange(() => this.changed());
     void session.chromium.exited.then(() => {
       if (!session.isStopping) void this.end(record.id, 'browser_exited');
     });
-    await this.deps.store.update((s) => void s.sessions.push(record));
     this.changed();
     return this.view(record);
   }

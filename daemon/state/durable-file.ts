@@ -1,5 +1,5 @@
 import { link, readFile, rename, unlink } from 'node:fs/promises';
-import writeFileAtomic from 'write-file-atomic';
+import { replaceFile } from './replace-file.js';
 
 /** Where an opened document came from: the file itself, its last good copy, or nowhere (a new home). */
 export type Source = 'file' | 'last-good' | 'none';
@@ -73,7 +73,7 @@ export class DurableJsonFile<T> {
       (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)),
     );
     if (kept) await rename(keep, this.lastGood);
-    await writeFileAtomic(this.file, `${text}\n`, { mode: 0o600, fsync: true });
+    await replaceFile(this.file, `${text}\n`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { open, readFile, type FileHandle } from 'node:fs/promises';
-import writeFileAtomic from 'write-file-atomic';
+import { replaceFile } from './replace-file.js';
 
 export interface Retention {
   /** Records whose time is older than this are dropped. */
@@ -28,6 +28,7 @@ export function retentionFromEnv(env: NodeJS.ProcessEnv = process.env): Retentio
 export class History<T extends { id: string }> {
   private readonly records = new Map<string, T>();
   private lines = 0;
+  private torn = false;
   private handle?: FileHandle;
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -77,9 +78,15 @@ export class History<T extends { id: string }> {
     this.expire();
     const line = `${JSON.stringify(record)}\n`;
     return this.serially(async () => {
-      if (this.lines >= 2 * Math.max(this.records.size, 1000)) return this.compactNow();
+      // After a failed append (a full disk) the file may end in a partial line: rewrite it whole.
+      if (this.torn || this.lines >= 2 * Math.max(this.records.size, 1000)) return this.compactNow();
       this.handle ??= await open(this.file, 'a', 0o600);
-      await this.handle.appendFile(line);
+      try {
+        await this.handle.appendFile(line);
+      } catch (err) {
+        this.torn = true;
+        throw err;
+      }
       this.lines++;
     });
   }
@@ -99,8 +106,9 @@ export class History<T extends { id: string }> {
     await this.handle?.close();
     this.handle = undefined;
     const text = this.all().map((r) => `${JSON.stringify(r)}\n`).join('');
-    await writeFileAtomic(this.file, text, { mode: 0o600, fsync: true });
+    await replaceFile(this.file, text);
     this.lines = this.records.size;
+    this.torn = false;
   }
 
   private expire(): void {

@@ -1,0 +1,232 @@
+/**
+ * Faults a real machine has: a session's Chromium, Xvfb or x11vnc killed, the daemon killed under
+ * load, a full disk. Each must end in a clear answer and a clean state, never a 5xx or an orphan.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { callApi, cleanEnv, CLI, killDaemonHard, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { execa } from 'execa';
+
+const comm = async (pid: number) => (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+const cmdline = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ');
+
+/** The session's processes whose command is `name` (the browser's main process for chromium). */
+async function processesOf(d: TestDaemon, id: string, name: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const pid of await findMarkedProcesses(d.home, id)) {
+    if ((await comm(pid)) !== name) continue;
+    if (name === 'chromium' && (await cmdline(pid)).includes('--type=')) continue;
+    found.push(pid);
+  }
+  return found;
+}
+
+describe('a session process killed', () => {
+  let d: TestDaemon;
+  before(async () => {
+    d = await startTestDaemon();
+  });
+  after(async () => {
+    await d?.stop();
+  });
+
+  for (const name of ['chromium', 'Xvfb']) {
+    test(`kill -9 of a headful session's ${name} ends the session (browser_exited) and leaves none of its processes`, async () => {
+      const s = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
+      const [pid] = await processesOf(d, s.session_id, name);
+      assert.ok(pid, `the session's ${name} runs`);
+      process.kill(pid, 'SIGKILL');
+      const ended = await waitFor(async () => {
+        const r = await d.api('GET', `/browsers/${s.session_id}?include_deleted=true`);
+        return r.body.deleted_at ? r : undefined;
+      }, 15_000, 'the session to end');
+      assert.equal(ended?.status, 200);
+      await tornDown(d, s.session_id);
+      assert.deepEqual(await findMarkedProcesses(d.home, s.session_id), []);
+      assert.equal((await d.api('GET', `/browsers/${s.session_id}`)).status, 404);
+    });
+  }
+
+  test("kill -9 of a headful session's x11vnc: a new one serves the live view, the session lives on", async () => {
+    const s = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
+    try {
+      const [vnc] = await processesOf(d, s.session_id, 'x11vnc');
+      assert.ok(vnc, 'x11vnc runs');
+      process.kill(vnc, 'SIGKILL');
+      const replaced = await waitFor(async () => (await processesOf(d, s.session_id, 'x11vnc')).find((p) => p !== vnc), 15_000, 'a new x11vnc');
+      assert.ok(replaced);
+      assert.equal((await d.api('GET', `/browsers/${s.session_id}`)).body.deleted_at, undefined);
+      const shot = await fetch(`${d.baseUrl}/browsers/${s.session_id}/computer/screenshot`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      assert.equal(shot.status, 200);
+    } finally {
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+      await tornDown(d, s.session_id);
+    }
+  });
+});
+
+describe('the daemon killed under load', () => {
+  let d: TestDaemon;
+  before(async () => {
+    d = await startTestDaemon();
+  });
+  after(async () => {
+    await d?.stop();
+  });
+
+  test('kill -9 while sessions run, a pool fills and creates and reads are in flight: the restart finds a parsable state, no orphan, a refilled pool', { timeout: 180_000 }, async () => {
+    const sessions = await Promise.all([d.api('POST', '/browsers', { headless: true }), d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })]);
+    const pool = (await d.api('POST', '/browser_pools', { name: 'faulty', size: 1, headless: true })).body;
+    assert.ok(pool.id, JSON.stringify(pool));
+    // Load that is still under way when the daemon dies.
+    let stop = false;
+    const load = (async () => {
+      const answers: number[] = [];
+      while (!stop) {
+        const batch = await Promise.allSettled([
+          d.api('POST', '/browsers', { headless: true }),
+          d.api('GET', '/browsers'),
+          d.api('PATCH', `/browsers/${sessions[0]!.body.session_id}`, { tags: { at: String(Date.now()) } }),
+        ]);
+        for (const r of batch) if (r.status === 'fulfilled') answers.push(r.value.status);
+      }
+      return answers;
+    })();
+    await new Promise((r) => setTimeout(r, 1500));
+    await killDaemonHard(d);
+    stop = true;
+    const answers = await load;
+    assert.ok(answers.every((s) => s < 500), `no 5xx before the kill: ${answers}`);
+    JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
+
+    const started = await d.cli(['daemon', 'start']);
+    assert.equal(started.exitCode, 0, started.stderr);
+    d.baseUrl = started.stdout.trim();
+    for (const s of sessions) {
+      assert.deepEqual(await findMarkedProcesses(d.home, s.body.session_id), [], 'no orphan of a session from before');
+      const got = await d.api('GET', `/browsers/${s.body.session_id}?include_deleted=true`);
+      assert.ok(got.body.deleted_at, 'ended by the restart');
+    }
+    const live = (await d.api('GET', '/browsers')).body as { session_id: string; pool?: unknown }[];
+    assert.ok(live.every((s) => s.pool), `only the pool's new browser runs: ${JSON.stringify(live.map((s) => s.session_id))}`);
+    await waitFor(async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1, 60_000, 'the pool to refill');
+    const fresh = await d.api('POST', '/browsers', { headless: true });
+    assert.equal(fresh.status, 200);
+    const version = await fetch(fresh.body.cdp_ws_url.replace(/^ws/, 'http').replace('/browser/cdp?', '/browser/cdp/json/version?'));
+    assert.equal(version.status, 200, 'a new session works');
+    await d.api('DELETE', `/browser_pools/${pool.id}?force=true`);
+  });
+});
+
+/** A small tmpfs for RBROWSE_HOME; null where this machine allows no mount. */
+async function smallDisk(megabytes: number): Promise<{ dir: string; remove(): Promise<void> } | null> {
+  const dir = await mkdtemp(join(tmpdir(), 'rbrowse-disk-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${megabytes}m,mode=0700`, 'tmpfs', dir], { stdio: 'ignore' });
+  } catch {
+    await rm(dir, { recursive: true, force: true });
+    return null;
+  }
+  return {
+    dir,
+    async remove() {
+      execFileSync('umount', ['-l', dir]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Appends to `file` until the disk is full (again: a running browser frees and takes space as it goes). */
+async function fill(file: string): Promise<void> {
+  const fh = await open(file, 'a');
+  const chunk = Buffer.alloc(1024 * 1024, 1);
+  try {
+    for (;;) await fh.write(chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    await fh.close().catch(() => {});
+  }
+  // The last partial megabyte too.
+  const small = await open(file, 'a');
+  try {
+    for (;;) await small.write(Buffer.alloc(4096, 1));
+  } catch {
+    // Full.
+  } finally {
+    await small.close().catch(() => {});
+  }
+}
+
+describe('a full disk', () => {
+  let disk: Awaited<ReturnType<typeof smallDisk>>;
+  let baseUrl = '';
+  let key = '';
+  let env: Record<string, string> = {};
+  before(async () => {
+    disk = await smallDisk(96);
+    if (!disk) return;
+    env = cleanEnv(disk.dir);
+    const started = await execa(CLI, ['daemon', 'start'], { env, extendEnv: false, reject: false });
+    assert.equal(started.exitCode, 0, started.stderr);
+    baseUrl = started.stdout.trim();
+    key = (await execa(CLI, ['auth', 'token'], { env, extendEnv: false })).stdout.trim();
+  });
+  after(async () => {
+    if (!disk) return;
+    await execa(CLI, ['daemon', 'stop'], { env, extendEnv: false, reject: false });
+    const left = await findMarkedProcesses(disk.dir);
+    for (const pid of left) process.kill(pid, 'SIGKILL');
+    await disk.remove();
+    assert.deepEqual(left, [], 'the daemon left nothing running');
+  });
+
+  test('writes that need space get 503 naming the disk, reads work, state stays parsable, and all works once space is back', async (t) => {
+    if (!disk) return t.skip('this machine allows no tmpfs mount');
+    const api = (method: string, path: string, body?: unknown) => callApi(baseUrl, method, path, body, key);
+    const s = (await api('POST', '/browsers', { headless: true })).body;
+    assert.ok(s.session_id, JSON.stringify(s));
+    const filler = join(disk.dir, 'filler');
+    await fill(filler);
+    await fill(filler);
+    const write = await fetch(`${baseUrl}/browsers/${s.session_id}/fs/write_file?path=${encodeURIComponent('/home/kernel/big.bin')}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(2 * 1024 * 1024),
+    });
+    const writeBody = await write.json();
+    assert.equal(write.status, 503, JSON.stringify(writeBody));
+    assert.equal(writeBody.code, 'service_unavailable');
+    assert.match(writeBody.message, /no space left/);
+    // A state document that grows by more than the page a write frees.
+    const big = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'v'.repeat(200)]));
+    await fill(filler);
+    const patch = await api('PATCH', `/browsers/${s.session_id}`, { tags: big });
+    assert.equal(patch.status, 503, patch.text);
+    assert.match(patch.body.message, /no space left on the disk holding RBROWSE_HOME/);
+    await fill(filler);
+    const during = await api('POST', '/browsers', { headless: true });
+    assert.ok(during.status === 200 || during.status === 503, `${during.status} ${during.text}`);
+    assert.equal((await api('GET', '/browsers')).status, 200, 'reads still answer');
+    JSON.parse(await readFile(join(disk.dir, 'state.json'), 'utf8'));
+
+    await rm(filler);
+    const created = await api('POST', '/browsers', { headless: true });
+    assert.equal(created.status, 200, created.text);
+    const renamed = await api('PATCH', `/browsers/${s.session_id}`, { name: 'renamed' });
+    assert.equal(renamed.status, 200, renamed.text);
+    const expected = [s.session_id, created.body.session_id, ...(during.status === 200 ? [during.body.session_id] : [])];
+    const list = (await api('GET', '/browsers')).body as { session_id: string }[];
+    assert.deepEqual(list.map((x) => x.session_id).sort(), expected.sort(), 'no half-made session is left from the full disk');
+    for (const id of expected) await api('DELETE', `/browsers/${id}`);
+  });
+});
