@@ -165,7 +165,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const server = await buildServer({
     auth,
     log: opts.log,
-    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission), ...browserHandlers(sessions), ...poolHandlers(pools),
+    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions), ...poolHandlers(pools),
       ...fsHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },

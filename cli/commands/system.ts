@@ -77,6 +77,20 @@ export function daemonCommand(): Command {
       else process.stdout.write(status.running ? `running (pid ${status.pid}) at ${status.base_url}\n` : 'not running\n');
       if (!o.json && !status.running) process.exitCode = 3;
     });
+  covers(daemon.command('resources'), 'adminResources')
+    .description("the daemon's memory, file descriptors, active handles and child processes")
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse daemon resources --json')
+    .action(async (o) => {
+      const info = await startDaemonWithProgress();
+      const r = await new RbrowseClient(info.base_url, adminToken()).call('adminResources', {});
+      if (o.json) return printJson(r);
+      const MiB = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+      const handles = Object.entries(r.resources).map(([k, v]) => `${k} ${v}`).join(', ');
+      process.stdout.write(
+        `pid ${r.pid}: rss ${MiB(r.rss_bytes)}, heap ${MiB(r.heap_used_bytes)}, ${r.open_fds} fds, ${r.children} children, ${r.sessions} sessions\nhandles: ${handles}\n`,
+      );
+    });
   return daemon;
 }
 

@@ -173,6 +173,11 @@ export class SessionManager {
     }
   }
 
+  /** Sessions of organizations with a running browser (pool browsers included, standby ones not). */
+  get running(): number {
+    return this.live.size;
+  }
+
   /** Creates are launching browsers of their own now (standby refills wait for them, not for hand-overs). */
   get busy(): boolean {
     return this.coldLaunches > 0;

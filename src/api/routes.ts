@@ -87,6 +87,14 @@ export const routes = {
     body: S.CreateKeySchema,
     success: { status: 200, body: S.CreatedKeySchema },
   },
+  adminResources: {
+    method: 'GET',
+    url: '/admin/resources',
+    auth: 'admin',
+    summary: "The daemon's own resources (memory, file descriptors, handles, children): what must return to idle levels; local admin token only",
+    tag: 'admin',
+    success: { status: 200, body: S.DaemonResourcesSchema },
+  },
   createPool: {
     method: 'POST',
     url: '/browser_pools',

@@ -183,6 +183,18 @@ export const CreateKeySchema = Type.Object(
 );
 export const CreatedKeySchema = Type.Object({ org_id: Type.String(), org: Type.String(), key: Type.String() });
 
+export const DaemonResourcesSchema = Type.Object({
+  pid: Type.Integer(),
+  rss_bytes: Type.Integer({ description: 'Resident memory of the daemon process' }),
+  heap_used_bytes: Type.Integer({ description: 'JavaScript heap in use' }),
+  open_fds: Type.Integer({ description: 'File descriptors the daemon holds' }),
+  children: Type.Integer({ description: 'Processes whose parent is the daemon' }),
+  resources: Type.Record(Type.String(), Type.Integer(), {
+    description: "Node's active handles and requests by type (timers, sockets, child processes...)",
+  }),
+  sessions: Type.Integer({ description: 'Browser sessions running, pool browsers included (standby browsers are counted in /health)' }),
+});
+
 export const CdpVersionSchema = Type.Object(
   {
     Browser: Type.String(),

@@ -3,6 +3,7 @@ import type { CdpGateway } from '../../cdp/gateway.js';
 import type { HandlerGroup } from '../handlers.js';
 import type { Standby } from '../../ready/standby.js';
 import type { LaunchAdmission } from '../../admission.js';
+import { daemonResources } from '../../diagnostics.js';
 
 export function systemHandlers(
   auth: Auth,
@@ -10,10 +11,12 @@ export function systemHandlers(
   publicUrl: () => string,
   standby: Pick<Standby, 'counts'>,
   admission: Pick<LaunchAdmission, 'stats'>,
-): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey'> {
+  sessionCount: () => number,
+): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey' | 'adminResources'> {
   return {
     health: () => ({ status: 'ok' as const, standby: standby.counts(), launches: admission.stats() }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
+    adminResources: () => daemonResources(sessionCount()),
     adminCreateKey: async ({ body }) => {
       const { org, key } = await auth.createKey(body.org);
       return { org_id: org.id, org: org.name, key };
