@@ -1,4 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
+/** How late the event loop ran its callbacks: every request waits at least this long. */
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 
 /**
  * What the daemon holds right now: memory, descriptors, Node's active handles by type and child
@@ -10,7 +15,12 @@ export async function daemonResources(sessions: number) {
   const resources: Record<string, number> = {};
   for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1;
   const memory = process.memoryUsage();
+  const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+  const delay = { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) };
+  // Each reading covers the time since the one before.
+  loopDelay.reset();
   return {
+    event_loop_delay_ms: delay,
     pid: process.pid,
     rss_bytes: memory.rss,
     heap_used_bytes: memory.heapUsed,

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawnOffThread } from './spawner.js';
 import WebSocket from 'ws';
 import { killGroup, within } from './procs.js';
 
@@ -17,6 +17,9 @@ export const BASE_FLAGS = [
   '--remote-debugging-address=127.0.0.1',
   '--remote-debugging-port=0',
 ];
+
+/** How much lower than the daemon's a browser's CPU priority is (nice(1)); see launchChromium. */
+export const BROWSER_NICENESS = 10;
 
 export interface ChromiumOptions {
   executable: string;
@@ -184,8 +187,10 @@ function sendBrowserClose(wsUrl: string): Promise<void> {
 }
 
 export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProcess> {
-  const [command, ...prefix] = [...(o.wrapper ?? []), o.executable];
-  const child = spawn(command!, [...prefix, ...chromiumArgs(o)], {
+  // Browsers yield the CPU to the daemon: a launch (~150 ms of full CPU per browser, renderers
+  // included) must not stall the API and CDP relays every client waits on. Idle CPU is theirs.
+  const [command, ...prefix] = ['nice', '-n', String(BROWSER_NICENESS), ...(o.wrapper ?? []), o.executable];
+  const child = await spawnOffThread(command!, [...prefix, ...chromiumArgs(o)], {
     env: o.env,
     // Own process group: one signal to -pid reaches the browser and every renderer it forked.
     detached: true,
@@ -197,7 +202,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProces
     const timer = setTimeout(() => fail(new Error('timed out waiting for DevTools')), o.readyTimeoutMs ?? 20_000);
     function fail(err: Error) {
       clearTimeout(timer);
-      killGroup(child.pid ?? 0, 'SIGKILL');
+      killGroup(child.pid!, 'SIGKILL');
       reject(new Error(`Chromium did not start: ${err.message}${tail ? `\n${tail.trim()}` : ''}`));
     }
     child.once('error', fail);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { execa } from 'execa';
+import { lchown, readdir } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 
 /** The paths a session's browser (and the filesystem API) sees as its own, writable ones. */
@@ -102,8 +102,17 @@ export class Sandbox {
 
   /** Hands a session's directories to the user its programs run as (after the daemon wrote into them). */
   async own(roots: SessionRoots): Promise<void> {
-    if (!this.user) return;
-    await execa('chown', ['-R', `${this.user.uid}:${this.user.gid}`, roots.home, roots.tmp]);
+    const user = this.user;
+    if (!user) return;
+    // In-process rather than `chown -R`: forking the daemon for it stalled the event loop (and
+    // every API client) for milliseconds per create under load; these are thread-pool calls.
+    for (const root of [roots.home, roots.tmp]) {
+      const entries = await readdir(root, { recursive: true });
+      const paths = [root, ...entries.map((e) => join(root, e))];
+      for (let i = 0; i < paths.length; i += 64) {
+        await Promise.all(paths.slice(i, i + 64).map((p) => lchown(p, user.uid, user.gid)));
+      }
+    }
   }
 
   /** The command prefix that runs a program inside the session's namespace ([] without bubblewrap). */

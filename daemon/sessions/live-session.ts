@@ -283,8 +283,11 @@ export class LiveSession {
       this.vnc = undefined;
       await vnc?.stop();
       await this.display?.stop();
-      // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too.
-      await killMarked(this.deps.home, this.id);
+      // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too. In
+      // the sandbox nothing can: everything ran in the session's PID namespace, which the kernel
+      // empties when its first process ends; the /proc scan (a few thousand file reads on the
+      // event loop) is only needed without one.
+      if (!this.deps.sandbox.enabled) await killMarked(this.deps.home, this.id);
       await Promise.allSettled(this.features.map(async (f) => f.release?.()));
       await removeTree(this.dirs.root);
       return { graceful };

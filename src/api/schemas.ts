@@ -193,6 +193,10 @@ export const DaemonResourcesSchema = Type.Object({
     description: "Node's active handles and requests by type (timers, sockets, child processes...)",
   }),
   sessions: Type.Integer({ description: 'Browser sessions running, pool browsers included (standby browsers are counted in /health)' }),
+  event_loop_delay_ms: Type.Object(
+    { p50: Type.Number(), p99: Type.Number(), max: Type.Number() },
+    { description: "How late the daemon's event loop ran, since the previous reading (every request waits at least that)" },
+  ),
 });
 
 export const CdpVersionSchema = Type.Object(

@@ -1,0 +1,126 @@
+/**
+ * The overload run of issue "hard to break": CLIENTS API clients for ROUND_S seconds per round,
+ * CHURNERS of them creating and deleting headless sessions as fast as they are let (a 429 is
+ * waited out for its Retry-After, as the SDK does), the rest reading and PATCHing. Per round:
+ * requests by status, connection errors, read latency while browsers were launching, and the
+ * daemon's RSS and descriptors once the round's teardowns are done. The floor is the same reads
+ * against the same daemon with nothing launching, measured first in the same run.
+ *
+ *   npm run bench:load    (LOAD_CLIENTS=40 LOAD_CHURNERS=10 LOAD_ROUND_S=30 LOAD_ROUNDS=3)
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { callApi, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { footprint } from './footprint.js';
+import { intEnv, load, progress, runBench } from './lifecycle.js';
+import { summarize, type Summary } from './stats.js';
+
+const CLIENTS = intEnv('LOAD_CLIENTS', 40);
+const CHURNERS = Math.min(CLIENTS, intEnv('LOAD_CHURNERS', 10));
+const ROUND_MS = intEnv('LOAD_ROUND_S', 30) * 1000;
+const ROUNDS = intEnv('LOAD_ROUNDS', 3);
+
+interface Round {
+  statuses: Record<string, number>;
+  connectionErrors: number;
+  readsWhileLaunching: number[];
+  readsOther: number[];
+  created: number;
+  rssMiB: number;
+  fds: number;
+  /** The daemon's own event-loop delay over the round (GET /admin/resources). */
+  loop: { p99: number; max: number };
+}
+
+const adminResources = async (d: TestDaemon) => {
+  const token = (await readFile(join(d.home, 'credentials', 'admin-token'), 'utf8')).trim();
+  return (await callApi(d.baseUrl, 'GET', '/admin/resources', undefined, token)).body as { event_loop_delay_ms: { p99: number; max: number } };
+};
+
+async function timedRead(d: TestDaemon, path: string): Promise<{ status: number | 'error'; ms: number }> {
+  const start = performance.now();
+  try {
+    const res = await d.api('GET', path);
+    return { status: res.status, ms: performance.now() - start };
+  } catch {
+    return { status: 'error', ms: performance.now() - start };
+  }
+}
+
+async function round(d: TestDaemon, ms: number, churners: number, readers: number): Promise<Round> {
+  const r: Round = { statuses: {}, connectionErrors: 0, readsWhileLaunching: [], readsOther: [], created: 0, rssMiB: 0, fds: 0, loop: { p99: 0, max: 0 } };
+  const count = (status: number | 'error') => {
+    if (status === 'error') r.connectionErrors++;
+    else r.statuses[status] = (r.statuses[status] ?? 0) + 1;
+  };
+  const target = (await d.api('POST', '/browsers', { headless: true, timeout_seconds: 3600 })).body.session_id as string;
+  let launching = 0;
+  await adminResources(d);
+  const deadline = Date.now() + ms;
+  const reader = async () => {
+    for (let i = 0; Date.now() < deadline; i++) {
+      if (i % 3 === 2) {
+        const res = await d.api('PATCH', `/browsers/${target}`, { tags: { i: String(i) } }).catch(() => null);
+        count(res?.status ?? 'error');
+        continue;
+      }
+      const during = launching > 0;
+      const { status, ms: took } = await timedRead(d, i % 3 === 0 ? '/browsers?limit=20' : `/browsers/${target}`);
+      count(status);
+      (during ? r.readsWhileLaunching : r.readsOther).push(took);
+    }
+  };
+  const churner = async () => {
+    while (Date.now() < deadline) {
+      launching++;
+      const res = await d.api('POST', '/browsers', { headless: true }).catch(() => null);
+      launching--;
+      count(res?.status ?? 'error');
+      if (res?.status === 200) {
+        r.created++;
+        const del = await d.api('DELETE', `/browsers/${res.body.session_id}`).catch(() => null);
+        count(del?.status ?? 'error');
+      } else if (res?.status === 429) {
+        await new Promise((s) => setTimeout(s, Number(res.headers.get('retry-after') ?? 1) * 1000));
+      }
+    }
+  };
+  await Promise.all([...Array.from({ length: readers }, reader), ...Array.from({ length: churners }, churner)]);
+  r.loop = (await adminResources(d)).event_loop_delay_ms;
+  await d.api('DELETE', `/browsers/${target}`);
+  await new Promise((s) => setTimeout(s, 3000));
+  const f = await footprint(d);
+  return { ...r, rssMiB: f.rssMiB, fds: f.fds };
+}
+
+const fmt = (s: Summary | null) => (s ? `${s.p50.toFixed(1)} / ${s.p95.toFixed(1)} / ${s.p99.toFixed(1)}` : '-');
+
+runBench(async (cleanups) => {
+  progress(`load before: ${load()}`);
+  const d = await startTestDaemon();
+  cleanups.push(() => d.stop());
+  // The floor: the same readers with nothing launching.
+  const floor = await round(d, Math.min(ROUND_MS, 10_000), 0, CLIENTS - CHURNERS);
+  progress(`floor done (${floor.readsOther.length} reads), load ${load()}`);
+  const rounds: Round[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    rounds.push(await round(d, ROUND_MS, CHURNERS, CLIENTS - CHURNERS));
+    progress(`round ${i + 1} done, load ${load()}`);
+  }
+  const floorReads = summarize(floor.readsOther);
+  console.log(`\nload: ${CLIENTS} clients (${CHURNERS} creating and deleting headless sessions, ${CLIENTS - CHURNERS} reading and PATCHing), ${ROUND_MS / 1000} s rounds; machine load after: ${load()}`);
+  console.log(`floor: reads with nothing launching p50/p95/p99 ${fmt(floorReads)} ms; daemon event loop delay p99 ${floor.loop.p99} ms; ${floor.rssMiB.toFixed(1)} MiB RSS, ${floor.fds} fds\n`);
+  console.log(`${'round'.padEnd(6)}${'requests by status'.padEnd(34)}${'loop p99/max'.padStart(14)}${'conn err'.padStart(9)}${'created'.padStart(8)}${'reads while launching p50/p95/p99 ms'.padStart(38)}${'p99/floor'.padStart(10)}${'RSS MiB'.padStart(9)}${'fds'.padStart(5)}`);
+  for (const [i, r] of rounds.entries()) {
+    const during = r.readsWhileLaunching.length ? summarize(r.readsWhileLaunching) : null;
+    const statuses = Object.entries(r.statuses).map(([s, n]) => `${s}:${n}`).join(' ');
+    console.log(
+      `${String(i + 1).padEnd(6)}${statuses.padEnd(34)}${`${r.loop.p99}/${r.loop.max}`.padStart(14)}${String(r.connectionErrors).padStart(9)}${String(r.created).padStart(8)}${fmt(during).padStart(38)}${(during ? (during.p99 / floorReads.p99).toFixed(2) : '-').padStart(10)}${r.rssMiB.toFixed(1).padStart(9)}${String(r.fds).padStart(5)}`,
+    );
+  }
+  const fivexx = rounds.reduce((n, r) => n + Object.entries(r.statuses).filter(([s]) => Number(s) >= 500).reduce((m, [, c]) => m + c, 0), 0);
+  const errors = rounds.reduce((n, r) => n + r.connectionErrors, 0);
+  const worstP99 = Math.max(...rounds.map((r) => (r.readsWhileLaunching.length ? summarize(r.readsWhileLaunching).p99 : 0)));
+  console.log(`\ngoals: 0 5xx (${fivexx}), 0 connection errors (${errors}), read p99 while launching < 100 ms (${worstP99.toFixed(1)} ms), RSS and fds flat between rounds (${rounds.map((r) => r.rssMiB.toFixed(0)).join(' -> ')} MiB, ${rounds.map((r) => r.fds).join(' -> ')} fds)`);
+  if (fivexx || errors) process.exitCode = 1;
+});
