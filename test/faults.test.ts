@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,8 @@ import { after, before, describe, test } from 'node:test';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { callApi, cleanEnv, CLI, killDaemonHard, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { execa } from 'execa';
+import Kernel from '@onkernel/sdk';
+import { deployFixtureApp } from './helpers/apps.js';
 
 const comm = async (pid: number) => (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
 const cmdline = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ');
@@ -41,6 +44,17 @@ describe('a session process killed', () => {
       const [pid] = await processesOf(d, s.session_id, name);
       assert.ok(pid, `the session's ${name} runs`);
       process.kill(pid, 'SIGKILL');
+      // Requests racing the death: answered (or 404 once it is noticed), never a 5xx.
+      const racing = await Promise.all([
+        fetch(`${d.baseUrl}/browsers/${s.session_id}/computer/screenshot`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/json' },
+          body: '{}',
+        }),
+        d.api('POST', `/browsers/${s.session_id}/computer/click_mouse`, { x: 5, y: 5 }),
+        d.api('GET', `/browsers/${s.session_id}/fs/list_files?path=/tmp`),
+      ]);
+      for (const r of racing) assert.ok([200, 204, 404].includes(r.status), `${r.status} while the ${name} died`);
       const ended = await waitFor(async () => {
         const r = await d.api('GET', `/browsers/${s.session_id}?include_deleted=true`);
         return r.body.deleted_at ? r : undefined;
@@ -74,6 +88,52 @@ describe('a session process killed', () => {
   });
 });
 
+describe('a client that goes away mid-upload', () => {
+  let d: TestDaemon;
+  before(async () => {
+    d = await startTestDaemon();
+  });
+  after(async () => {
+    await d?.stop();
+  });
+
+  /** Sends the headers and part of a body, then cuts the connection. */
+  function cutUpload(path: string, headers: Record<string, string>, firstPart: Buffer): Promise<void> {
+    return new Promise((resolve) => {
+      const req = request(`${d.baseUrl}${path}`, { method: path.includes('write_file') ? 'PUT' : 'POST', headers: { authorization: `Bearer ${d.apiKey}`, ...headers } });
+      req.on('error', () => resolve());
+      req.write(firstPart, () => setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 300));
+    });
+  }
+
+  test('write_file and upload cut off mid-body leave no file, temporary or partial, and no process', async () => {
+    const s = (await d.api('POST', '/browsers', { headless: true })).body;
+    try {
+      const chunk = Buffer.alloc(2 * 1024 * 1024, 7);
+      await cutUpload(`/browsers/${s.session_id}/fs/write_file?path=${encodeURIComponent('/tmp/partial.bin')}`, { 'content-type': 'application/octet-stream', 'content-length': String(20 * chunk.length) }, chunk);
+      const boundary = 'cutcutcut';
+      const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="files[0][dest_path]"\r\n\r\n/tmp/up.bin\r\n--${boundary}\r\nContent-Disposition: form-data; name="files[0][file]"; filename="up.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+      await cutUpload(`/browsers/${s.session_id}/fs/upload`, { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 20 * chunk.length) }, Buffer.concat([head, chunk]));
+      const listing = await waitFor(async () => {
+        const files = (await d.api('GET', `/browsers/${s.session_id}/fs/list_files?path=/tmp`)).body as { name: string }[];
+        return files.some((f) => /partial|up\.bin|rbrowse-/.test(f.name)) ? undefined : files;
+      }, 10_000, 'no trace of the cut uploads in /tmp');
+      assert.ok(listing);
+      const running = [];
+      for (const pid of await findMarkedProcesses(d.home, s.session_id)) if ((await comm(pid)) === 'cat') running.push(pid);
+      assert.deepEqual(running, [], 'no writer left waiting for the rest');
+      const log = await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8');
+      assert.doesNotMatch(log, /request failed/, 'no 5xx');
+    } finally {
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+      await tornDown(d, s.session_id);
+    }
+  });
+});
+
 describe('the daemon killed under load', () => {
   let d: TestDaemon;
   before(async () => {
@@ -83,7 +143,11 @@ describe('the daemon killed under load', () => {
     await d?.stop();
   });
 
-  test('kill -9 while sessions run, a pool fills and creates and reads are in flight: the restart finds a parsable state, no orphan, a refilled pool', { timeout: 180_000 }, async () => {
+  test('kill -9 while sessions run, a pool fills, an invocation runs and creates and reads are in flight: the restart finds a parsable state, no orphan, a refilled pool, the invocation failed', { timeout: 300_000 }, async () => {
+    const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, timeout: 180_000 });
+    await deployFixtureApp(kernel, 'sample');
+    const running = await kernel.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'sleep', payload: '{"ms":600000}', async: true });
+    await waitFor(async () => (await kernel.invocations.retrieve(running.id)).status === 'running', 60_000, 'the invocation to run');
     const sessions = await Promise.all([d.api('POST', '/browsers', { headless: true }), d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })]);
     const pool = (await d.api('POST', '/browser_pools', { name: 'faulty', size: 1, headless: true })).body;
     assert.ok(pool.id, JSON.stringify(pool));
@@ -116,6 +180,10 @@ describe('the daemon killed under load', () => {
       const got = await d.api('GET', `/browsers/${s.body.session_id}?include_deleted=true`);
       assert.ok(got.body.deleted_at, 'ended by the restart');
     }
+    const invocation = (await d.api('GET', `/invocations/${running.id}`)).body;
+    assert.equal(invocation.status, 'failed');
+    assert.match(invocation.status_reason, /daemon stopped/);
+    assert.deepEqual(await findMarkedProcesses(d.home, `invocation-${running.id}`), [], 'the action was killed');
     const live = (await d.api('GET', '/browsers')).body as { session_id: string; pool?: unknown }[];
     assert.ok(live.every((s) => s.pool), `only the pool's new browser runs: ${JSON.stringify(live.map((s) => s.session_id))}`);
     await waitFor(async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1, 60_000, 'the pool to refill');

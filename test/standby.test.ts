@@ -266,7 +266,7 @@ describe('standby off', { timeout: 120_000 }, () => {
   test('RBROWSE_STANDBY=0: nothing runs ahead of demand, and creates launch as before', async () => {
     const t = await startTestDaemon({ env: { RBROWSE_STANDBY: '0' } });
     try {
-      assert.deepEqual((await t.api('GET', '/health', undefined, null)).body, { status: 'ok', standby: {} });
+      assert.deepEqual((await t.api('GET', '/health', undefined, null)).body.standby, {});
       assert.deepEqual(await findMarkedProcesses(t.home), [], 'no browser before a create');
       const s = (await t.api('POST', '/browsers', { headless: true })).body;
       assert.ok(s.cdp_ws_url);

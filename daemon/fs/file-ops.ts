@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { realpath } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -24,6 +25,7 @@ function toApiError(stderr: string, path: string): ApiError {
     return new ForbiddenError(`${path}: read-only or not permitted in this session`);
   }
   if (/Directory not empty|File exists/.test(stderr)) return new ConflictError(`${path}: ${stderr.includes('exists') ? 'already exists' : 'directory not empty'}`);
+  if (/cannot overwrite directory/.test(stderr)) return BadRequestError.field('path', `${path} is a directory`);
   if (/Not a directory/.test(stderr)) return BadRequestError.field('path', `${path}: a component is not a directory`);
   if (/Is a directory/.test(stderr)) return BadRequestError.field('path', `${path} is a directory`);
   return new BadRequestError(`${path}: ${stderr.trim().split('\n').pop() ?? 'failed'}`);
@@ -170,25 +172,40 @@ export class FileOps {
   }
 
   /**
-   * Writes the stream to the file (created or replaced), then applies mode when given. When the
-   * write fails, the rest of the upload is still read, so the client gets the error answer
-   * instead of a connection cut mid-body.
+   * Writes the stream to the file (created or replaced) as a whole or not at all: into a
+   * temporary file beside it, which takes the old file's mode and then its place (`mode` applied
+   * when given). When the client goes away mid-body the write is cut off and the temporary file
+   * removed; when the write fails, the rest of the body is still read, so the client gets the
+   * error answer instead of a connection cut mid-body.
    */
   async write(path: string, input: Readable, mode?: string): Promise<void> {
+    let temp: string | undefined;
     try {
       const target = await this.target(path);
-      const child = this.spawn(['sh', '-c', 'cat > "$1"', 'write_file', target], { stdin: 'pipe' });
+      temp = `${target.slice(0, target.lastIndexOf('/') + 1)}.rbrowse-write-${randomBytes(6).toString('hex')}`;
+      const child = this.spawn(['sh', '-c', 'cat > "$1" && { chmod --reference="$2" "$1" 2>/dev/null; true; }', 'write_file', temp, target], { stdin: 'pipe' });
       // The upload is piped by hand, not handed to execa, so a failed write never destroys it.
       child.stdin!.on('error', () => input.unpipe(child.stdin!));
+      const cutOff = () => {
+        if (!input.readableEnded) child.kill('SIGKILL');
+      };
+      input.once('error', cutOff).once('close', cutOff);
       input.pipe(child.stdin!);
-      this.outcome(await child, path);
-      if (mode) await this.run(['chmod', mode, '--', target], path);
+      const done = await child;
+      input.off('error', cutOff).off('close', cutOff);
+      if (done.isTerminated) throw new BadRequestError(`${path}: the upload ended before its last byte; nothing was written`);
+      this.outcome(done, path);
+      if (mode) await this.run(['chmod', mode, '--', temp], path);
+      await this.run(['mv', '-f', '-T', '--', temp, target], path);
+      temp = undefined;
     } catch (err) {
-      if (!input.readableEnded) {
+      if (temp) await this.spawn(['rm', '-f', '--', temp]).catch(() => {});
+      if (!input.readableEnded && !input.destroyed) {
         input.resume();
         await Promise.race([once(input, 'end'), once(input, 'close'), sleep(30_000)]).catch(() => {});
       }
       throw err;
     }
   }
+
 }

@@ -18,11 +18,14 @@ import type { SessionTokens, TokenScope } from '../tokens.js';
 import type { FeatureLaunch, SessionFeature } from './features.js';
 import { LiveSession, type PrepareFeatures, type RuntimeDeps } from './live-session.js';
 import { navigate, warmUp } from '../browser/cdp-page.js';
+import { within } from '../browser/procs.js';
 import type { Standby } from '../ready/standby.js';
 import type { LaunchAdmission } from '../admission.js';
 import type { History } from '../state/history.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
+/** How long a failed request waits to see whether its session's browser is exiting. */
+const ENDED_GRACE_MS = 2000;
 /** The spec's inactivity check period. */
 export const INACTIVITY_CHECK_MS = 5000;
 
@@ -395,6 +398,13 @@ export class SessionManager {
     const release = session.hold('api');
     try {
       return await run(session);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // A browser (or display) that died under the request fails it some unforeseen way; that is
+      // the session ending, not a daemon fault. Its exit is noticed within moments.
+      const ended = session.isStopping || (await within(ENDED_GRACE_MS, Promise.race([session.chromium.exited, session.display?.exited ?? new Promise(() => {})])));
+      if (ended) throw new NotFoundError(`browser session ${idOrName} ended while the request ran (its browser exited)`);
+      throw err;
     } finally {
       release();
     }
