@@ -73,11 +73,16 @@ class Spawner {
 
   private start(): Worker {
     const worker = new Worker(WORKER_SOURCE, { eval: true });
-    worker.unref();
     worker.on('message', (m: FromWorker) => this.receive(m));
     worker.on('error', (err) => this.lost(err));
     worker.on('exit', () => this.lost(new Error('the spawner thread exited')));
     return worker;
+  }
+
+  /** The thread keeps the process alive exactly while a child it started runs (or is starting). */
+  private held(): void {
+    if (this.children.size) this.worker?.ref();
+    else this.worker?.unref();
   }
 
   /** The worker died (it should not): what it was starting fails, and the next spawn starts a new one. */
@@ -104,6 +109,7 @@ class Spawner {
         failed: reject,
       });
       this.worker ??= this.start();
+      this.held();
       this.worker.postMessage({ id, command, args, env: opts.env, detached: opts.detached ?? false, stdio });
     });
   }
@@ -121,6 +127,7 @@ class Spawner {
         break;
       case 'exit':
         this.children.delete(m.id);
+        this.held();
         for (const s of child.stdio) s?.end();
         child.emit('exit', m.code, m.signal);
         break;
@@ -128,6 +135,7 @@ class Spawner {
         const err = Object.assign(new Error(m.message), { code: m.code });
         if (child.pid === undefined) {
           this.children.delete(m.id);
+          this.held();
           entry.failed(err);
         } else child.emit('error', err);
         break;
