@@ -39,8 +39,18 @@ export async function reapLeftovers(opts: {
   // Nothing of the old daemon runs any more: every session it left is history now (a state file
   // from before the history existed holds all its ended ones too).
   const ended = [...opts.store.data.sessions];
-  for (const s of ended) await opts.history.put(s);
-  if (ended.length) await opts.store.update((state) => void (state.sessions = []));
+  for (const s of ended) {
+    // State files from before jwts were derived kept them; they stay behind.
+    const old = s as SessionRecord & { jwt?: string; live_jwt?: string };
+    delete old.jwt;
+    delete old.live_jwt;
+    await opts.history.put(s);
+  }
+  if (ended.length) {
+    await opts.store.update((state) => void (state.sessions = []));
+    // Once more, so the last good copy is this document too, not one that held them (and old jwts).
+    await opts.store.update(() => {});
+  }
   const dirs = await readdir(opts.sessionsDir).catch(() => [] as string[]);
   await Promise.all(dirs.map((d) => removeTree(join(opts.sessionsDir, d), opts.log)));
   if (killed.length || orphaned.length || dirs.length) {
