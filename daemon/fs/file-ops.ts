@@ -133,7 +133,9 @@ export class FileOps {
     const info = await this.info(path);
     if (!info.is_dir) throw BadRequestError.field('path', `${path} is not a directory`);
     const out = await this.run(
-      ['find', await this.target(path), '-mindepth', '1', '-maxdepth', '1', '-printf', '%f\\0%y\\0%s\\0%m\\0%T@\\0'],
+      // The browser makes and removes files in /tmp all the time: one gone between find's readdir
+      // and its stat is left out, not an error of the whole listing.
+      ['find', await this.target(path), '-ignore_readdir_race', '-mindepth', '1', '-maxdepth', '1', '-printf', '%f\\0%y\\0%s\\0%m\\0%T@\\0'],
       path,
     );
     const fields = out.toString().split('\0');
