@@ -1,4 +1,4 @@
-import { spawnOffThread } from './spawner.js';
+import { spawn } from 'node:child_process';
 import WebSocket from 'ws';
 import { killGroup, within } from './procs.js';
 
@@ -190,7 +190,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProces
   // Browsers yield the CPU to the daemon: a launch (~150 ms of full CPU per browser, renderers
   // included) must not stall the API and CDP relays every client waits on. Idle CPU is theirs.
   const [command, ...prefix] = ['nice', '-n', String(BROWSER_NICENESS), ...(o.wrapper ?? []), o.executable];
-  const child = await spawnOffThread(command!, [...prefix, ...chromiumArgs(o)], {
+  const child = spawn(command!, [...prefix, ...chromiumArgs(o)], {
     env: o.env,
     // Own process group: one signal to -pid reaches the browser and every renderer it forked.
     detached: true,
@@ -202,7 +202,8 @@ export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProces
     const timer = setTimeout(() => fail(new Error('timed out waiting for DevTools')), o.readyTimeoutMs ?? 20_000);
     function fail(err: Error) {
       clearTimeout(timer);
-      killGroup(child.pid!, 'SIGKILL');
+      // pid is undefined only when the spawn itself failed; kill(-0) would signal our own group.
+      if (child.pid) killGroup(child.pid, 'SIGKILL');
       reject(new Error(`Chromium did not start: ${err.message}${tail ? `\n${tail.trim()}` : ''}`));
     }
     child.once('error', fail);

@@ -1,4 +1,4 @@
-import { spawnOffThread, type OffThreadChild } from './spawner.js';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { execa } from 'execa';
 import { killGroup, signal, sleep, within } from './procs.js';
 
@@ -36,7 +36,7 @@ export class DisplayAllocator {
   ) {}
 
   async start(req: DisplayRequest): Promise<Display> {
-    const xvfb = await spawnOffThread(
+    const xvfb = spawn(
       this.bins.xvfb,
       [
         '-displayfd', '3',
@@ -51,7 +51,7 @@ export class DisplayAllocator {
     const exited = new Promise<void>((resolve) => xvfb.once('exit', () => resolve()));
     let stderr = '';
     xvfb.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
-    let wm: OffThreadChild | undefined;
+    let wm: ChildProcess | undefined;
     const stopAll = async () => {
       if (wm?.pid) killGroup(wm.pid, 'SIGKILL');
       signal(xvfb.pid!, 'SIGTERM');
@@ -77,7 +77,7 @@ export class DisplayAllocator {
       // The screen has its size before the window manager starts: matchbox reads it once, and a
       // kiosk window made fullscreen by a manager that read the framebuffer's size was 2560 wide.
       await display.resize(req.width, req.height);
-      wm = await spawnOffThread(this.bins.wm, ['-use_titlebar', 'no'], { stdio: ['ignore', 'ignore', 'ignore'], detached: true, env });
+      wm = spawn(this.bins.wm, ['-use_titlebar', 'no'], { stdio: 'ignore', detached: true, env });
       await this.windowManagerReady(env);
       return display;
     } catch (err) {
@@ -111,7 +111,7 @@ export class DisplayAllocator {
   }
 }
 
-function readDisplayNumber(child: OffThreadChild, exited: Promise<void>): Promise<number> {
+function readDisplayNumber(child: ChildProcess, exited: Promise<void>): Promise<number> {
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => reject(new Error('timed out waiting for a display number')), 10_000);

@@ -1,4 +1,4 @@
-import { spawnOffThread } from '../browser/spawner.js';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { killGroup, within } from '../browser/procs.js';
 
@@ -40,7 +40,7 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
   let lastError = '';
   for (let i = 0; i < attempts; i++) {
     const port = await freePort();
-    const child = await spawnOffThread(
+    const child = spawn(
       'x11vnc',
       [
         '-display', `:${req.display}`,
