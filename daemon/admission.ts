@@ -1,5 +1,5 @@
 import { availableParallelism, freemem } from 'node:os';
-import { RateLimitError } from '../src/errors.js';
+import { RateLimitError, ServiceUnavailableError } from '../src/errors.js';
 
 /** What the machine can start at once, and how long a launch may wait for its turn. */
 export interface AdmissionLimits {
@@ -106,6 +106,16 @@ export class LaunchAdmission {
       }, { once: true });
       this.pump();
     });
+  }
+
+  /** The daemon is stopping: creates still waiting get 503 at once rather than hold the stop up. */
+  close(): void {
+    const waiting = [...this.waiting.values()].flat();
+    this.waiting.clear();
+    for (const w of [...waiting, ...this.background.splice(0)]) {
+      clearTimeout(w.timer);
+      w.refuse(new ServiceUnavailableError('the daemon is stopping'));
+    }
   }
 
   private canStart(): boolean {

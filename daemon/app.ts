@@ -200,6 +200,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       pools.close();
       await invocations.close();
       await deployments.close();
+      admission.close();
       await standby.close();
       await sessions.endAll('daemon_stop');
       await server.close();

@@ -59,6 +59,16 @@ describe('admission control (logic)', () => {
     assert.deepEqual(order, ['a1', 'b1', 'a2', 'a3', 'bg']);
   });
 
+  test('closing refuses every waiting launch with 503 at once', async () => {
+    const a = new LaunchAdmission(limits());
+    const release = await a.acquire('o');
+    const waiting = [a.acquire('o'), a.acquire('p'), a.acquire('x', { background: true })].map((p) => p.catch((e: unknown) => e));
+    a.close();
+    for (const err of await Promise.all(waiting)) assert.equal((err as { status?: number }).status, 503);
+    release();
+    assert.deepEqual(a.stats(), { launching: 0, queued: 0, limit: 1 });
+  });
+
   test('no launch starts while memory is below the reserve; one starts once it frees', async () => {
     let free = 100;
     const a = new LaunchAdmission(limits({ launches: 4, reserveBytes: 500 }), () => free);
