@@ -3,7 +3,6 @@ import {
   ApiError,
   BadRequestError,
   ConflictError,
-  InternalError,
   NotFoundError,
   ServiceUnavailableError,
   UnauthorizedError,
