@@ -18,9 +18,6 @@ export const BASE_FLAGS = [
   '--remote-debugging-port=0',
 ];
 
-/** How much lower than the daemon's a browser's CPU priority is (nice(1)); see launchChromium. */
-export const BROWSER_NICENESS = 10;
-
 export interface ChromiumOptions {
   executable: string;
   /** A command prefix the browser runs under (the session's bubblewrap sandbox). */
@@ -187,9 +184,7 @@ function sendBrowserClose(wsUrl: string): Promise<void> {
 }
 
 export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProcess> {
-  // Browsers yield the CPU to the daemon: a launch (~150 ms of full CPU per browser, renderers
-  // included) must not stall the API and CDP relays every client waits on. Idle CPU is theirs.
-  const [command, ...prefix] = ['nice', '-n', String(BROWSER_NICENESS), ...(o.wrapper ?? []), o.executable];
+  const [command, ...prefix] = [...(o.wrapper ?? []), o.executable];
   const child = spawn(command!, [...prefix, ...chromiumArgs(o)], {
     env: o.env,
     // Own process group: one signal to -pid reaches the browser and every renderer it forked.

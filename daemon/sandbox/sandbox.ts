@@ -100,6 +100,11 @@ export class Sandbox {
     return new Sandbox(enabled, bwrap, opts.hide, enabled ? user : undefined, chromium);
   }
 
+  /** The command prefix that runs a program as the sessions' user, without the namespace (benchmarks' raw Chromium). */
+  userPrefix(): string[] {
+    return dropTo(this.user);
+  }
+
   /** Hands a session's directories to the user its programs run as (after the daemon wrote into them). */
   async own(roots: SessionRoots): Promise<void> {
     const user = this.user;
