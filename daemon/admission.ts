@@ -84,7 +84,7 @@ export class LaunchAdmission {
    * Waits for a turn; resolves with the function that gives it back (call it once the browser is
    * up or failed). Rejects with RateLimitError when the queue is full or the wait runs out.
    */
-  acquire(org: string, opts: { background?: boolean; signal?: AbortSignal } = {}): Promise<() => void> {
+  acquire(org: string, opts: { background?: boolean } = {}): Promise<() => void> {
     const background = opts.background ?? false;
     if (!background && this.queued >= this.limits.queue && !this.canStart()) {
       return Promise.reject(this.refusal('too many browser launches are waiting'));
@@ -101,9 +101,6 @@ export class LaunchAdmission {
         }, this.limits.waitMs);
         waiter.timer.unref();
       }
-      opts.signal?.addEventListener('abort', () => {
-        if (this.remove(waiter)) reject(opts.signal!.reason);
-      }, { once: true });
       this.pump();
     });
   }

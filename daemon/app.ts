@@ -118,8 +118,6 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     syncCapMs: syncCapMsFromEnv(),
   });
   await invocations.recover();
-  // Chromium's own sandbox, unless this host cannot give it one (announced: log, daemon start, doctor).
-  const noSandbox = !sandbox.chromiumSandbox.on;
   const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, log: opts.log });
   const admission = new LaunchAdmission(admissionLimits());
   opts.log('browser launches admitted', { ...admission.limits });
@@ -146,7 +144,6 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       chromiumPath: opts.chromiumPath,
       displays: new DisplayAllocator(),
       sandbox,
-      noSandbox,
       log: opts.log,
     },
   });

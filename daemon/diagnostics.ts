@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parentOf } from './browser/procs.js';
 
 /** How late the event loop ran its callbacks: every request waits at least this long. */
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
@@ -37,7 +38,7 @@ async function childCount(pid: number): Promise<number> {
   const parents = await Promise.all(
     entries.filter((e) => /^\d+$/.test(e)).map(async (e) => {
       const stat = await readFile(`/proc/${e}/stat`, 'latin1').catch(() => '');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      return parentOf(stat);
     }),
   );
   return parents.filter((p) => p === pid).length;

@@ -44,13 +44,10 @@ export async function reapLeftovers(opts: {
     const old = s as SessionRecord & { jwt?: string; live_jwt?: string };
     delete old.jwt;
     delete old.live_jwt;
-    await opts.history.put(s);
   }
-  if (ended.length) {
-    await opts.store.update((state) => void (state.sessions = []));
-    // Once more, so the last good copy is this document too, not one that held them (and old jwts).
-    await opts.store.update(() => {});
-  }
+  await opts.store.retire('sessions', ended, opts.history);
+  // Once more, so the last good copy is this document too, not one that held them (and old jwts).
+  if (ended.length) await opts.store.update(() => {});
   const dirs = await readdir(opts.sessionsDir).catch(() => [] as string[]);
   await Promise.all(dirs.map((d) => removeTree(join(opts.sessionsDir, d), opts.log)));
   if (killed.length || orphaned.length || dirs.length) {

@@ -59,6 +59,20 @@ export class Store {
     return data[name] as State[K];
   }
 
+  /**
+   * Moves records that are done changing from collection `name` to `history`: each is written there
+   * first, so a crash in between leaves a record in both places (the history's copy wins), never in none.
+   */
+  async retire<R extends object>(name: keyof State, records: readonly R[], history: { put(record: R): Promise<void> }): Promise<void> {
+    if (!records.length) return;
+    for (const record of records) await history.put(record);
+    const gone = new Set<object>(records);
+    await this.update((state) => {
+      const data = state as unknown as Record<string, object[]>;
+      data[name] = data[name]!.filter((r) => !gone.has(r));
+    });
+  }
+
   /** Applies a change to the state and persists it before resolving. */
   async update<T>(change: (state: State) => T): Promise<T> {
     const result = change(this.db.data);

@@ -18,6 +18,8 @@ export class ApiError extends Error {
     message: string,
     readonly details?: ErrorDetail[],
     readonly inner?: ErrorDetail,
+    /** Headers the answer carries besides the body (Retry-After). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.name = new.target.name;
@@ -68,7 +70,7 @@ export class RateLimitError extends ApiError {
     message: string,
     readonly retryAfterSeconds: number,
   ) {
-    super(429, 'rate_limit_exceeded', message);
+    super(429, 'rate_limit_exceeded', message, undefined, undefined, { 'retry-after': String(retryAfterSeconds) });
   }
 }
 export class ServiceUnavailableError extends ApiError {

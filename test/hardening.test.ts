@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { LaunchAdmission, type AdmissionLimits } from '../daemon/admission.js';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { RateLimitError } from '../src/errors.js';
+import { History } from '../daemon/state/history.js';
 import { killDaemonHard, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 const limits = (over: Partial<AdmissionLimits> = {}): AdmissionLimits => ({ launches: 1, queue: 10, waitMs: 10_000, reserveBytes: 0, ...over });
@@ -180,6 +182,59 @@ describe('state that survives', () => {
     const again = await d.cli(['daemon', 'start']);
     assert.equal(again.exitCode, 0, again.stderr);
     d.baseUrl = again.stdout.trim();
+  });
+});
+
+describe('history retention (logic)', () => {
+  test('keeps the newest records up to the count and age limits, across a reopen that compacts the file, past a torn line', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rbrowse-history-'));
+    try {
+      const file = join(dir, 'h.jsonl');
+      const day = 24 * 3600 * 1000;
+      const retention = { maxAgeMs: 7 * day, maxCount: 3 };
+      const at = (r: { id: string; t: number }) => r.t;
+      const h = await History.open<{ id: string; t: number; v?: number }>(file, retention, at);
+      await h.put({ id: 'old', t: Date.now() - 8 * day });
+      assert.equal(h.get('old'), undefined, 'older than the age limit: dropped at once');
+      for (const id of ['a', 'b', 'c', 'd']) await h.put({ id, t: Date.now() });
+      assert.deepEqual(h.all().map((r) => r.id), ['b', 'c', 'd'], 'the newest 3');
+      await h.put({ id: 'c', t: Date.now(), v: 2 });
+      assert.equal(h.get('c')?.v, 2, 'a record written again: the last version wins');
+      await h.close();
+      await appendFile(file, '{"id":"torn","t":');
+      const again = await History.open<{ id: string; t: number; v?: number }>(file, retention, at);
+      assert.deepEqual(again.all().map((r) => [r.id, r.v]), [['b', undefined], ['d', undefined], ['c', 2]]);
+      assert.equal((await readFile(file, 'utf8')).trim().split('\n').length, 3, 'the file is compacted to what is kept');
+      assert.equal((await stat(file)).mode & 0o777, 0o600);
+      await again.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("Chromium's sandbox off, by choice", () => {
+  let d: TestDaemon;
+  before(async () => {
+    d = await startTestDaemon({ env: { RBROWSE_CHROMIUM_SANDBOX: 'off' } });
+  });
+  after(async () => {
+    await d?.stop();
+  });
+
+  test('RBROWSE_CHROMIUM_SANDBOX=off runs Chromium with --no-sandbox, and doctor says so with the way back', async () => {
+    const doctor = JSON.parse((await d.cli(['doctor', '--json'])).stdout).find((c: any) => c.name === 'chromium-sandbox');
+    assert.equal(doctor.state, 'warning');
+    assert.match(doctor.detail, /--no-sandbox: RBROWSE_CHROMIUM_SANDBOX=off/);
+    assert.match(doctor.fix, /unset RBROWSE_CHROMIUM_SANDBOX/);
+    const s = (await d.api('POST', '/browsers', { headless: true })).body;
+    try {
+      const args = await Promise.all((await findMarkedProcesses(d.home, s.session_id)).map(async (pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+      assert.ok(args.some((a) => a.split('\0').includes('--no-sandbox')), 'the browser runs with --no-sandbox');
+    } finally {
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+      await tornDown(d, s.session_id);
+    }
   });
 });
 

@@ -27,7 +27,7 @@ export async function findMarkedProcesses(home: string, sessionId?: string): Pro
       const pid = Number(name);
       if (!Number.isInteger(pid) || pid === process.pid) return;
       const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const ppid = parentOf(stat);
       if (ppid) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
       const environ = await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '');
       if (!environ) return;
@@ -45,6 +45,9 @@ export async function findMarkedProcesses(home: string, sessionId?: string): Pro
   for (const pid of marked) visit(pid);
   return [...found];
 }
+
+/** The parent pid in the text of /proc/PID/stat (after the command, which may hold spaces and parentheses). */
+export const parentOf = (stat: string): number => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 
 export function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
   try {

@@ -209,5 +209,4 @@ export class FileOps {
       throw err;
     }
   }
-
 }

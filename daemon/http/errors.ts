@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv';
-import { ApiError, CODE_BY_STATUS, RateLimitError, type ErrorBody, type ErrorDetail } from '../../src/errors.js';
+import { ApiError, CODE_BY_STATUS, type ErrorBody, type ErrorDetail } from '../../src/errors.js';
 
 export interface ErrorReply {
   status: number;
@@ -75,11 +75,9 @@ const MACHINE_CONDITIONS: Record<string, string> = {
 
 /** The one place where errors become HTTP statuses and kernel-wire bodies. */
 export function toErrorReply(err: unknown): ErrorReply {
-  if (err instanceof RateLimitError) {
-    return { status: 429, body: err.toBody(), retry: true, headers: { 'retry-after': String(err.retryAfterSeconds) } };
-  }
   if (err instanceof ApiError) {
-    return { status: err.status, body: err.toBody(), retry: err.status >= 500 };
+    // Overload (429) and the machine's conditions (5xx) pass; a retry would meet anything else again.
+    return { status: err.status, body: err.toBody(), retry: err.status >= 500 || err.status === 429, ...(err.headers ? { headers: err.headers } : {}) };
   }
   const e = (err ?? {}) as FastifyishError;
   const machine = MACHINE_CONDITIONS[e.code ?? ''];

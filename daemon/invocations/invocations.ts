@@ -406,11 +406,8 @@ export class Invocations implements SessionFeature {
   }
 
   /** Finished invocations leave the state document for the history. */
-  private async retire(records: InvocationRecord[]): Promise<void> {
-    if (!records.length) return;
-    for (const record of records) await this.deps.history.put(record);
-    const done = new Set(records);
-    await this.deps.store.update((s) => void (s.invocations = s.invocations.filter((r) => !done.has(r))));
+  private retire(records: InvocationRecord[]): Promise<void> {
+    return this.deps.store.retire('invocations', records, this.deps.history);
   }
 
   private find(org: OrgRecord, id: string): InvocationRecord {

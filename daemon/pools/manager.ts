@@ -40,8 +40,7 @@ export class PoolManager {
   private readonly changeListeners: (() => void)[] = [];
 
   constructor(private readonly deps: PoolManagerDeps) {
-    deps.store.collection('pools');
-    for (const record of deps.store.data.pools) this.pools.set(record.id, this.livePool(record));
+    for (const record of deps.store.collection('pools')) this.pools.set(record.id, this.livePool(record));
     deps.sessions.onSessionEnd((record) => this.sessionEnded(record));
   }
 

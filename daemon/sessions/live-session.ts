@@ -17,7 +17,6 @@ export interface RuntimeDeps {
   chromiumPath: string;
   displays: DisplayAllocator;
   sandbox: Sandbox;
-  noSandbox: boolean;
   log?: (msg: string, extra?: object) => void;
 }
 
@@ -146,7 +145,7 @@ export class LiveSession {
         height: record.viewport.height,
         kiosk: record.kiosk_mode,
         startUrl: record.start_url,
-        noSandbox: deps.noSandbox,
+        noSandbox: !deps.sandbox.chromiumSandbox.on,
         extraArgs: features.flatMap((f) => f.args ?? []),
       });
       for (const f of features) await f.started?.({ wsUrl: chromium.wsUrl });

@@ -491,7 +491,7 @@ export class SessionManager {
   private async teardown(session: LiveSession, reason: string): Promise<void> {
     try {
       const { graceful } = await session.stop();
-      await this.retire([session.record]);
+      await this.retire(session.record);
       this.deps.log('session ended', { session: session.id, reason, graceful });
     } catch (err) {
       this.deps.log('session teardown failed', { session: session.id, reason, error: String(err), stack: (err as Error).stack });
@@ -502,14 +502,10 @@ export class SessionManager {
    * Ended sessions whose processes are gone leave the state document for the history. Until then
    * a record keeps its runtime, so a daemon that crashes mid-teardown finds what it left.
    */
-  async retire(records: SessionRecord[]): Promise<void> {
-    for (const record of records) {
-      delete record.runtime;
-      this.jwts.delete(record.id);
-      await this.deps.history.put(record);
-    }
-    const gone = new Set(records);
-    await this.deps.store.update((s) => void (s.sessions = s.sessions.filter((r) => !gone.has(r))));
+  private async retire(record: SessionRecord): Promise<void> {
+    delete record.runtime;
+    this.jwts.delete(record.id);
+    await this.deps.store.retire('sessions', [record], this.deps.history);
   }
 
   private async endIdleSessions(): Promise<void> {
