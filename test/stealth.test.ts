@@ -241,9 +241,13 @@ describe('stealth', () => {
   });
 
   test('pages a client creates, popups, other contexts, a start URL and Puppeteer clients are covered, and nothing hangs', async () => {
+    const first = fixtures.requests.length;
     await withSession({ headless: true, stealth: true, start_url: `${fixtures.url}${DETECT}` }, async (browser, session) => {
       const context = browser.contexts()[0]!;
-      // The start page loaded before any client came; it is reloaded once the patches are in.
+      // The start page opens once the patches are in, never before, and has loaded when the create
+      // answers: a client attaching while its cross-site iframe waited for the patcher used to leave
+      // that iframe empty. Loaded once: the page, its same-origin and its cross-site iframe.
+      assert.equal(fixtures.requests.slice(first).filter((r) => r.path === '/detect.html').length, 3, 'the start page loaded once');
       assert.deepEqual((await reportOf(context.pages()[0]!)).tells, [], 'the start page');
 
       const created = await context.newPage();

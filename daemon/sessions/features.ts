@@ -24,6 +24,9 @@ export interface FeatureLaunch {
   args?: string[];
   /** After Chromium is up, before the session is handed out; wsUrl is the browser's own CDP endpoint. */
   started?(browser: { wsUrl: string }): Promise<void>;
+  /** This feature opens the session's start URL itself in `started` (stealth: only once its patches
+   * are in), so the browser starts on about:blank. */
+  opensStartUrl?: boolean;
   /** The session has ended (it is deleted and its clients are gone); its browser is about to be
    * closed in the background. Synchronous: what the session held for others to see (a proxy in
    * use, a profile about to be saved) is updated before DELETE answers. */

@@ -144,7 +144,7 @@ export class LiveSession {
         width: record.viewport.width,
         height: record.viewport.height,
         kiosk: record.kiosk_mode,
-        startUrl: record.start_url,
+        startUrl: features.some((f) => f.opensStartUrl) ? undefined : record.start_url,
         noSandbox: !deps.sandbox.chromiumSandbox.on,
         extraArgs: features.flatMap((f) => f.args ?? []),
       });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CreateBrowserBody } from '../../src/api/schemas.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
+import { navigate } from '../browser/cdp-page.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { probeIdentity, withoutHeadless, type BrowserIdentity } from './identity.js';
 import { initScript } from './init-script.js';
@@ -65,11 +66,14 @@ export class Stealth implements SessionFeature {
       secret: randomUUID(),
     });
     let patcher: TargetPatcher | undefined;
+    const startUrl = ctx.record.start_url;
     return {
       args: stealthArgs(identity.userAgent),
+      // Loaded before the patches were in, the start page would run its scripts unpatched.
+      opensStartUrl: true,
       started: async ({ wsUrl }) => {
         patcher = await TargetPatcher.attach(wsUrl, identity, script, this.deps.log);
-        if (ctx.record.start_url) await patcher.reloadPages();
+        if (startUrl) await patcher.open(startUrl, () => navigate(wsUrl, startUrl));
       },
       release: () => patcher?.close(),
     };

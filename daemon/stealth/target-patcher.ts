@@ -15,6 +15,8 @@ const WORKERS = new Set(['worker', 'shared_worker', 'service_worker']);
 
 /** A target is let run after this even if its setup is not done: a paused page must never hang a client. */
 const SETUP_MS = 15_000;
+/** How long a create waits for a stealth session's start page to load. */
+const LOAD_MS = 10_000;
 /** A target that went away while being set up is no failure. */
 const GONE = /No target|No session|not found|closed|detached|Target crashed/i;
 
@@ -85,11 +87,16 @@ export class TargetPatcher {
   }
 
   /**
-   * Reloads every page: one that started loading before the patcher attached (a start URL) ran
-   * its scripts unpatched.
+   * Opens a URL in the browser's page (navigate does it) and waits for its load event, at most
+   * LOAD_MS: Chromium cancels the navigation of an out-of-process iframe that waits for this
+   * patcher when a client auto-attaches meanwhile (the frame stays empty, with no error), and a
+   * client connects as soon as the create answers.
    */
-  async reloadPages(): Promise<void> {
-    await Promise.all([...this.pages].map((sessionId) => this.cdp.send('Page.reload', {}, sessionId).catch(() => {})));
+  async open(url: string, navigate: () => Promise<void>): Promise<void> {
+    const [page] = this.pages;
+    const loaded = page ? this.cdp.once('Page.loadEventFired', page) : Promise.resolve();
+    await navigate();
+    if (!(await within(LOAD_MS, loaded))) this.log('stealth: the start page did not load in time; handed out loading', { url, ms: LOAD_MS });
   }
 
   /** Ends the connection, and with it every override it made (they live as long as their CDP session). */
