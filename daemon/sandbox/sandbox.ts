@@ -121,7 +121,7 @@ export class Sandbox {
   }
 
   /** The command prefix that runs a program inside the session's namespace ([] without bubblewrap). */
-  wrap(roots: SessionRoots, opts: { display?: number } = {}): string[] {
+  wrap(roots: SessionRoots, opts: { display?: number; chdir?: string } = {}): string[] {
     if (!this.enabled) return [];
     const masked = ['/root', '/home', '/tmp', '/run', '/var/tmp'];
     const extraMasks = this.hidden.filter((h) => !masked.some((m) => h === m || h.startsWith(`${m}/`)));
@@ -138,7 +138,7 @@ export class Sandbox {
       '--bind', roots.home, SANDBOX_HOME,
       '--bind', roots.tmp, SANDBOX_TMP,
       ...x11.flatMap((sock) => ['--ro-bind', sock, sock]),
-      '--chdir', SANDBOX_HOME,
+      '--chdir', opts.chdir ?? SANDBOX_HOME,
       '--',
       ...dropTo(this.user),
     ];

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launchChromium, resizeWindows, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv, sleep } from '../browser/procs.js';
+import { SessionProcesses } from '../process/session-processes.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
 import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
@@ -68,7 +69,7 @@ export async function prepareSessionDirs(sessionsDir: string, home: string, id: 
 /** Sets up a session's features around the launch (see features.ts); gets the session's paths. */
 export type PrepareFeatures = (ctx: { dirs: SessionDirs; insidePath(hostPath: string): string }) => Promise<FeatureLaunch[]>;
 
-/** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight. */
+/** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight, or a process running. */
 export type ClientKind = 'cdp' | 'viewer' | 'api';
 
 /**
@@ -80,6 +81,7 @@ export class LiveSession {
   private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0, api: 0 };
   private lastActivity = Date.now();
   private fileOps?: FileOps;
+  private processRunner?: SessionProcesses;
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
@@ -239,6 +241,19 @@ export class LiveSession {
     return this.fileOps;
   }
 
+  /** Processes run in this session (its namespace, its user); they end with it. */
+  get processes(): SessionProcesses {
+    const dirs = this.dirs;
+    this.processRunner ??= new SessionProcesses({
+      sandbox: this.deps.sandbox,
+      roots: { home: dirs.home, tmp: dirs.tmp },
+      env: { PATH: this.env.PATH!, ...markedEnv(this.deps.home, this.id) },
+      display: this.display?.number,
+      hold: () => this.hold('api'),
+    });
+    return this.processRunner;
+  }
+
   /** The loopback port of this session's VNC server (headful sessions only). */
   get vncPort(): number | undefined {
     return this.vnc?.port;
@@ -274,6 +289,7 @@ export class LiveSession {
     this.stopping ??= (async () => {
       for (const close of [...this.closers.keys()]) close();
       for (const f of this.features) f.stopping?.();
+      await this.processRunner?.stop();
       const graceful = await this.chromium.close();
       for (const f of this.features) {
         await f.closed?.({ graceful }).catch((err: unknown) => this.deps.log?.('session feature failed at close', { session: this.id, error: String(err) }));

@@ -8,6 +8,7 @@ import { invocationRoutes } from './invocations.js';
 import { profileRoutes } from './profiles.js';
 import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
+import { processRoutes } from './process.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -387,6 +388,7 @@ export const routes = {
   ...deploymentRoutes,
   ...invocationRoutes,
   ...watchRoutes,
+  ...processRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

@@ -1,0 +1,46 @@
+import { BadRequestError } from '../../../src/errors.js';
+import type { SessionManager } from '../../sessions/manager.js';
+import { EventStream } from '../sse.js';
+import type { HandlerGroup } from '../handlers.js';
+
+type ProcessOps = 'processExec' | 'processSpawn' | 'processStatus' | 'processStdin' | 'processKill' | 'processResize' | 'processStdoutStream';
+
+/** Each operation runs in the caller's session (404 for another org's or an ended one). */
+export function processHandlers(sessions: SessionManager): HandlerGroup<ProcessOps> {
+  const inSession = sessions.withSession.bind(sessions);
+  return {
+    processExec: ({ org, params, body, request }) =>
+      inSession(org, params.id, (s) => {
+        // The client hanging up ends the command rather than leaving it to run unseen.
+        const aborted = new AbortController();
+        request.raw.once('close', () => aborted.abort());
+        request.raw.socket?.once('close', () => aborted.abort());
+        return s.processes.exec(body, aborted.signal);
+      }),
+    processSpawn: ({ org, params, body }) => inSession(org, params.id, async (s) => s.processes.spawn(body)),
+    processStatus: ({ org, params }) => inSession(org, params.id, (s) => s.processes.get(params.process_id).status()),
+    processStdin: ({ org, params, body }) =>
+      inSession(org, params.id, async (s) => {
+        const data = Buffer.from(body.data_b64, 'base64');
+        if (data.toString('base64').replace(/=+$/, '') !== body.data_b64.replace(/=+$/, '')) throw BadRequestError.field('data_b64', 'is not valid base64');
+        return { written_bytes: await s.processes.get(params.process_id).write(data) };
+      }),
+    processKill: ({ org, params, body }) =>
+      inSession(org, params.id, async (s) => {
+        await s.processes.get(params.process_id).signal(body.signal);
+        return { ok: true };
+      }),
+    processResize: ({ org, params, body }) =>
+      inSession(org, params.id, async (s) => {
+        await s.processes.get(params.process_id).resize(body.rows, body.cols);
+        return { ok: true };
+      }),
+    processStdoutStream: ({ org, params, reply }) =>
+      inSession(org, params.id, async (s) => {
+        const proc = s.processes.get(params.process_id);
+        const stream = new EventStream();
+        proc.subscribe(stream);
+        return stream.open(reply);
+      }),
+  };
+}
