@@ -4,6 +4,7 @@ import { browsersCommand, createCommand, deleteCommand, listCommand, liveCommand
 import { computerCommand } from './commands/computer.js';
 import { poolsCommand } from './commands/pools.js';
 import { authCommand, daemonCommand, doctorCommand, envCommand } from './commands/system.js';
+import { execCommand, processCommand } from './commands/process.js';
 import { fsCommand } from './commands/fs.js';
 import { appsCommand, deployCommand, deploymentsCommand } from './commands/deployments.js';
 import { extensionsCommand } from './commands/extensions.js';
@@ -40,6 +41,8 @@ program.addCommand(authCommand());
 program.addCommand(envCommand());
 program.addCommand(doctorCommand());
 program.addCommand(fsCommand());
+program.addCommand(processCommand());
+program.addCommand(execCommand('exec'));
 program.addCommand(profilesCommand());
 program.addCommand(extensionsCommand());
 program.addCommand(proxiesCommand());

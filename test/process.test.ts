@@ -192,4 +192,26 @@ describe('processes in a session', () => {
     await processesGone(d.home, id);
     assert.deepEqual(await findMarkedProcesses(d.home, id), []);
   });
+
+  test('CLI: exec passes output and exit code through; process spawn, stdin, output, status, kill', async () => {
+    await withSession(async (id) => {
+      const r = await d.cli(['exec', id, '--env', 'X=1', '--cwd', '/tmp', '--', 'sh', '-c', 'echo "hi $X $(pwd)"; echo e >&2; exit 4']);
+      assert.equal(r.exitCode, 4, r.stderr);
+      assert.equal(r.stdout, 'hi 1 /tmp');
+      assert.equal(r.stderr, 'e');
+      const spawned = await d.cli(['process', 'spawn', id, '--', 'sh', '-c', 'read a; echo "echo $a"; exit 3']);
+      assert.equal(spawned.exitCode, 0, spawned.stderr);
+      const pid = spawned.stdout.trim();
+      assert.match(pid, /^[0-9a-f-]{36}$/);
+      assert.equal((await d.cli(['process', 'stdin', id, pid, 'ping\\n'])).exitCode, 0);
+      const out = await d.cli(['process', 'output', id, pid]);
+      assert.equal(out.stdout, 'echo ping');
+      assert.equal(out.exitCode, 3);
+      const status = JSON.parse((await d.cli(['process', 'status', id, pid, '--json'])).stdout);
+      assert.deepEqual([status.state, status.exit_code], ['exited', 3]);
+      const sleeper = (await d.cli(['process', 'spawn', id, '--', 'sleep', '60'])).stdout.trim();
+      assert.equal((await d.cli(['process', 'kill', id, sleeper, '--signal', 'KILL'])).exitCode, 0);
+      assert.equal((await d.cli(['process', 'output', id, sleeper])).exitCode, 137);
+    });
+  });
 });

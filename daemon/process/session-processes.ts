@@ -184,7 +184,7 @@ export class SessionProcesses {
   /** Runs a command to its end; the client hanging up kills it. */
   async exec(body: ProcessExecBody, abort: AbortSignal): Promise<ProcessExecResult> {
     const started = Date.now();
-    const child = this.start(body, { tty: false });
+    const child = this.start(body, { tty: false, stdin: 'ignore' });
     const release = this.deps.hold();
     const kill = () => killGroup(child.pid!, 'SIGKILL');
     abort.addEventListener('abort', kill, { once: true });
@@ -244,7 +244,7 @@ export class SessionProcesses {
     for (const p of exited.slice(0, Math.max(0, exited.length - EXITED_KEPT))) this.processes.delete(p.id);
   }
 
-  private start(body: ProcessExecBody, opts: { tty: boolean; rows?: number; cols?: number }): ResultPromise {
+  private start(body: ProcessExecBody, opts: { tty: boolean; rows?: number; cols?: number; stdin?: 'ignore' }): ResultPromise {
     if (this.closed) throw new NotFoundError('the session is ending');
     this.checkUser(body);
     const cwd = body.cwd ? sessionPath('cwd', body.cwd) : SANDBOX_HOME;
@@ -275,7 +275,8 @@ export class SessionProcesses {
       cleanup: false,
       reject: false,
       buffer: false,
-      stdin: 'pipe',
+      // exec has no way to feed input: a program reading it sees the end at once rather than waiting forever.
+      stdin: opts.stdin ?? 'pipe',
       encoding: 'buffer',
     });
   }

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { ROOT, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+
+/**
+ * The endpoints the official @onkernel/sdk calls (read from its resource modules: each
+ * `this._client.get|post|...(path)`), against the daemon's /openapi.json. The README states how
+ * many are served; this keeps that figure true and lists the rest.
+ */
+let d: TestDaemon;
+before(async () => {
+  d = await startTestDaemon();
+});
+after(async () => {
+  await d?.stop();
+});
+
+const CALL = /this\._client\.(get|post|put|patch|delete|getAPIList)\((?:\(0, path_\d\.path\)\s*)?([`'"])(\/[^`'"]*)\2/g;
+/** `/browsers/${id}/fs/{path}` and `/browsers/{id}/fs/{path}` alike. */
+const shape = (method: string, path: string) => `${method.toUpperCase()} ${path.replace(/\$\{[^}]*\}|\{[^}]*\}/g, '{}')}`;
+
+async function sdkEndpoints(): Promise<{ version: string; endpoints: Set<string> }> {
+  const pkg = join(dirname(createRequire(join(ROOT, 'package.json')).resolve('@onkernel/sdk')), 'package.json');
+  const { version } = JSON.parse(await readFile(pkg, 'utf8')) as { version: string };
+  const resources = join(dirname(pkg), 'resources');
+  const endpoints = new Set<string>();
+  for (const file of await readdir(resources, { recursive: true })) {
+    if (!file.endsWith('.js')) continue;
+    for (const m of (await readFile(join(resources, file), 'utf8')).matchAll(CALL)) {
+      endpoints.add(shape(m[1] === 'getAPIList' ? 'get' : m[1]!, m[3]!));
+    }
+  }
+  return { version, endpoints };
+}
+
+test("the README's count of the SDK's endpoints served is the true one", async (t) => {
+  const { version, endpoints } = await sdkEndpoints();
+  assert.ok(endpoints.size > 100, `only ${endpoints.size} endpoints found in @onkernel/sdk ${version}: has its layout changed?`);
+  const doc = (await d.api('GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+  const served = new Set(Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => shape(m, path))));
+  const missing = [...endpoints].filter((e) => !served.has(e)).sort();
+  const count = endpoints.size - missing.length;
+  t.diagnostic(`@onkernel/sdk ${version}: ${count} of ${endpoints.size} endpoints served; not served:\n${missing.join('\n')}`);
+  const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+  const claim = `serves ${count} of the ${endpoints.size} endpoints`;
+  assert.ok(readme.includes(claim), `README.md should say "${claim}" (@onkernel/sdk ${version})`);
+});
