@@ -183,11 +183,24 @@ export class SessionProcesses {
 
   /** Runs a command to its end; the client hanging up kills it. */
   async exec(body: ProcessExecBody, abort: AbortSignal): Promise<ProcessExecResult> {
+    const r = await this.runToEnd(body, { abort });
+    return { exit_code: r.exitCode, stdout_b64: r.stdout.toString('base64'), stderr_b64: r.stderr.toString('base64'), duration_ms: r.durationMs };
+  }
+
+  /**
+   * Runs a program to its end (exec, and the daemon's own helpers such as the Playwright runner):
+   * `input` is its whole stdin (none otherwise: a program reading it sees the end at once), and
+   * with `resultPipe` it may write a result on fd 3, apart from its output.
+   */
+  async runToEnd(
+    body: ProcessExecBody,
+    opts: { abort: AbortSignal; input?: string; resultPipe?: boolean; readOnly?: string[] },
+  ): Promise<{ exitCode: number; timedOut: boolean; stdout: Buffer; stderr: Buffer; result: Buffer; durationMs: number }> {
     const started = Date.now();
-    const child = this.start(body, { tty: false, stdin: 'ignore' });
+    const child = this.start(body, { tty: false, input: opts.input ?? '', resultPipe: opts.resultPipe, readOnly: opts.readOnly });
     const release = this.deps.hold();
     const kill = () => killGroup(child.pid!, 'SIGKILL');
-    abort.addEventListener('abort', kill, { once: true });
+    opts.abort.addEventListener('abort', kill, { once: true });
     let timedOut = false;
     const timer = body.timeout_sec
       ? setTimeout(() => {
@@ -196,16 +209,17 @@ export class SessionProcesses {
         }, body.timeout_sec * 1000)
       : undefined;
     try {
-      const [stdout, stderr, result] = await Promise.all([collect(child.stdout!), collect(child.stderr!), child]);
-      return {
-        exit_code: timedOut ? TIMEOUT_EXIT : exitCodeOf(result),
-        stdout_b64: stdout.toString('base64'),
-        stderr_b64: stderr.toString('base64'),
-        duration_ms: Date.now() - started,
-      };
+      const resultStream = opts.resultPipe ? (child.stdio[3] as Readable) : undefined;
+      const [stdout, stderr, result, done] = await Promise.all([
+        collect(child.stdout!),
+        collect(child.stderr!),
+        resultStream ? collect(resultStream) : Buffer.alloc(0),
+        child,
+      ]);
+      return { exitCode: timedOut ? TIMEOUT_EXIT : exitCodeOf(done), timedOut, stdout, stderr, result, durationMs: Date.now() - started };
     } finally {
       clearTimeout(timer);
-      abort.removeEventListener('abort', kill);
+      opts.abort.removeEventListener('abort', kill);
       release();
     }
   }
@@ -244,7 +258,10 @@ export class SessionProcesses {
     for (const p of exited.slice(0, Math.max(0, exited.length - EXITED_KEPT))) this.processes.delete(p.id);
   }
 
-  private start(body: ProcessExecBody, opts: { tty: boolean; rows?: number; cols?: number; stdin?: 'ignore' }): ResultPromise {
+  private start(
+    body: ProcessExecBody,
+    opts: { tty: boolean; rows?: number; cols?: number; input?: string; resultPipe?: boolean; readOnly?: string[] },
+  ): ResultPromise {
     if (this.closed) throw new NotFoundError('the session is ending');
     this.checkUser(body);
     const cwd = body.cwd ? sessionPath('cwd', body.cwd) : SANDBOX_HOME;
@@ -255,7 +272,7 @@ export class SessionProcesses {
       const line = `stty rows ${opts.rows} cols ${opts.cols} 2>/dev/null; exec ${argv.map(quote).join(' ')}`;
       argv = ['script', '--quiet', '--flush', '--return', '--command', line, '/dev/null'];
     }
-    const [file, ...args] = [...sandbox.wrap(roots, { display: this.deps.display, chdir: cwd }), ...argv];
+    const [file, ...args] = [...sandbox.wrap(roots, { display: this.deps.display, chdir: cwd, readOnly: opts.readOnly }), ...argv];
     const env = {
       LANG: 'C.UTF-8',
       ...(opts.tty ? { TERM: 'xterm-256color', SHELL: '/bin/sh' } : {}),
@@ -275,8 +292,8 @@ export class SessionProcesses {
       cleanup: false,
       reject: false,
       buffer: false,
-      // exec has no way to feed input: a program reading it sees the end at once rather than waiting forever.
-      stdin: opts.stdin ?? 'pipe',
+      ...(opts.input === undefined ? { stdin: 'pipe' as const } : { input: opts.input }),
+      ...(opts.resultPipe ? { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] as const } : {}),
       encoding: 'buffer',
     });
   }

@@ -121,11 +121,15 @@ export class Sandbox {
   }
 
   /** The command prefix that runs a program inside the session's namespace ([] without bubblewrap). */
-  wrap(roots: SessionRoots, opts: { display?: number; chdir?: string } = {}): string[] {
+  wrap(roots: SessionRoots, opts: { display?: number; chdir?: string; readOnly?: string[] } = {}): string[] {
     if (!this.enabled) return [];
     const masked = ['/root', '/home', '/tmp', '/run', '/var/tmp'];
     const extraMasks = this.hidden.filter((h) => !masked.some((m) => h === m || h.startsWith(`${m}/`)));
     const x11 = opts.display === undefined ? [] : [`/tmp/.X11-unix/X${opts.display}`];
+    // Host directories a daemon-run program needs (rbrowse's own Node and packages, which may live
+    // under a masked place such as /root), read-only; the daemon's hidden ones below them stay hidden.
+    const readOnly = opts.readOnly ?? [];
+    const hiddenBelow = this.hidden.filter((h) => readOnly.some((r) => h === r || h.startsWith(`${r}/`)));
     return [
       this.bwrap,
       '--ro-bind', '/', '/',
@@ -138,6 +142,8 @@ export class Sandbox {
       '--bind', roots.home, SANDBOX_HOME,
       '--bind', roots.tmp, SANDBOX_TMP,
       ...x11.flatMap((sock) => ['--ro-bind', sock, sock]),
+      ...readOnly.flatMap((dir) => ['--ro-bind', dir, dir]),
+      ...hiddenBelow.flatMap((m) => ['--tmpfs', m]),
       '--chdir', opts.chdir ?? SANDBOX_HOME,
       '--',
       ...dropTo(this.user),

@@ -548,6 +548,11 @@ export class SessionManager {
     }
   }
 
+  /** The gateway URL of a running session's browser (its cdp_ws_url), for the daemon's own clients that must go through it. */
+  cdpUrl(session: LiveSession): string {
+    return this.view(session.record).cdp_ws_url;
+  }
+
   /** A session as the API shows it, its jwts derived again if it has left memory (ended). */
   private async present(r: SessionRecord): Promise<BrowserSession> {
     return this.view(r, this.jwts.get(r.id) ?? (await this.derive(r)));

@@ -9,6 +9,7 @@ import { profileRoutes } from './profiles.js';
 import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
+import { playwrightRoutes } from './playwright.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -389,6 +390,7 @@ export const routes = {
   ...invocationRoutes,
   ...watchRoutes,
   ...processRoutes,
+  ...playwrightRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

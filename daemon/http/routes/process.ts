@@ -1,7 +1,16 @@
+import type { FastifyRequest } from 'fastify';
 import { BadRequestError } from '../../../src/errors.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { EventStream } from '../sse.js';
 import type { HandlerGroup } from '../handlers.js';
+
+/** Aborts when the client hangs up: what it started ends rather than running on unseen. */
+export function clientGone(request: FastifyRequest): AbortSignal {
+  const aborted = new AbortController();
+  request.raw.once('close', () => aborted.abort());
+  request.raw.socket?.once('close', () => aborted.abort());
+  return aborted.signal;
+}
 
 type ProcessOps = 'processExec' | 'processSpawn' | 'processStatus' | 'processStdin' | 'processKill' | 'processResize' | 'processStdoutStream';
 
@@ -9,14 +18,7 @@ type ProcessOps = 'processExec' | 'processSpawn' | 'processStatus' | 'processStd
 export function processHandlers(sessions: SessionManager): HandlerGroup<ProcessOps> {
   const inSession = sessions.withSession.bind(sessions);
   return {
-    processExec: ({ org, params, body, request }) =>
-      inSession(org, params.id, (s) => {
-        // The client hanging up ends the command rather than leaving it to run unseen.
-        const aborted = new AbortController();
-        request.raw.once('close', () => aborted.abort());
-        request.raw.socket?.once('close', () => aborted.abort());
-        return s.processes.exec(body, aborted.signal);
-      }),
+    processExec: ({ org, params, body, request }) => inSession(org, params.id, (s) => s.processes.exec(body, clientGone(request))),
     processSpawn: ({ org, params, body }) => inSession(org, params.id, async (s) => s.processes.spawn(body)),
     processStatus: ({ org, params }) => inSession(org, params.id, (s) => s.processes.get(params.process_id).status()),
     processStdin: ({ org, params, body }) =>

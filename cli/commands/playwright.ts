@@ -1,0 +1,34 @@
+import { text } from 'node:stream/consumers';
+import { Command, InvalidArgumentError } from 'commander';
+import { clientFor } from '../context.js';
+import { covers } from '../operations.js';
+import { printJson } from '../output.js';
+
+const int = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number');
+  return n;
+};
+
+/** `rbrowse playwright ID [CODE]`: runs the code (or this command's input) and prints its result. */
+export function playwrightCommand(): Command {
+  return covers(new Command('playwright'), 'playwrightExecute')
+    .description("run Playwright code against a session's browser (page, context and browser are given; return a value)")
+    .argument('<id>', 'session id or name')
+    .argument('[code]', 'the code; read from standard input when left out')
+    .option('--timeout-sec <seconds>', 'stop it after this many seconds (default 60)', int)
+    .option('--json', 'print the API object')
+    .addHelpText('after', `\nExamples:\n  rbrowse playwright my-session "await page.goto('https://example.com'); return page.title();"\n  rbrowse playwright my-session < scrape.ts`)
+    .action(async (id: string, code: string | undefined, o, cmd: Command) => {
+      const body = { code: code ?? (await text(process.stdin)), ...(o.timeoutSec ? { timeout_sec: o.timeoutSec } : {}) };
+      const r = await (await clientFor(cmd)).call('playwrightExecute', { params: { id }, body });
+      if (o.json) return printJson(r);
+      if (r.stdout) process.stderr.write(r.stdout);
+      if (r.stderr) process.stderr.write(r.stderr);
+      if (r.success) console.log(typeof r.result === 'string' ? r.result : JSON.stringify(r.result, null, 2));
+      else {
+        console.error(`error: ${r.error}`);
+        process.exitCode = 1;
+      }
+    });
+}

@@ -1,0 +1,11 @@
+import { executePlaywright } from '../../playwright/execute.js';
+import type { SessionManager } from '../../sessions/manager.js';
+import type { HandlerGroup } from '../handlers.js';
+import { clientGone } from './process.js';
+
+export function playwrightHandlers(sessions: SessionManager): HandlerGroup<'playwrightExecute'> {
+  return {
+    playwrightExecute: ({ org, params, body, request }) =>
+      sessions.withSession(org, params.id, (s) => executePlaywright(s, sessions.cdpUrl(s), body, clientGone(request))),
+  };
+}

@@ -1,0 +1,45 @@
+// One Playwright execution (POST /browsers/{id}/playwright/execute), in a process of its own
+// inside the session's namespace: the daemon sends {code, cdp} on stdin and reads one JSON answer
+// from fd 3, so whatever the code prints stays its stdout and stderr. A loop or a crash here
+// ends this process only; the daemon kills it at the timeout.
+import { writeSync } from 'node:fs';
+import { text } from 'node:stream/consumers';
+import { transform } from 'esbuild';
+import { chromium } from 'playwright';
+
+const answer = (value) => {
+  writeSync(3, safeJson(value));
+  process.exit(0);
+};
+
+/** The result as JSON: undefined is null; what JSON cannot carry (cycles, BigInt) becomes its string form. */
+function safeJson(value) {
+  try {
+    return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? v.toString() : v === undefined ? null : v)) ?? 'null';
+  } catch {
+    return JSON.stringify({ ...value, result: String(value.result) });
+  }
+}
+
+const { code, cdp } = JSON.parse(await text(process.stdin));
+
+// TypeScript as well as JavaScript: the body is compiled inside an async function, so top-level
+// await and return work, then taken out again.
+let body;
+try {
+  const out = await transform(`async function __body__() {\n${code}\n}`, { loader: 'ts', target: 'es2022' });
+  body = out.code.slice(out.code.indexOf('{') + 1, out.code.lastIndexOf('}'));
+} catch (err) {
+  answer({ success: false, error: `the code does not compile: ${err.message}` });
+}
+
+const browser = await chromium.connectOverCDP(cdp, { timeout: 30_000 }).catch((err) => answer({ success: false, error: `could not connect to the session's browser: ${err.message}` }));
+const context = browser.contexts()[0] ?? (await browser.newContext());
+const page = context.pages()[0] ?? (await context.newPage());
+const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
+try {
+  const result = await new AsyncFunction('page', 'context', 'browser', body)(page, context, browser);
+  answer({ success: true, result: result === undefined ? null : result });
+} catch (err) {
+  answer({ success: false, error: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined });
+}
