@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Kernel, { NotFoundError } from '@onkernel/sdk';
-import { ZipArchive } from 'archiver';
 import { execa } from 'execa';
 import { chromium } from 'playwright';
 import { ROOT, startTestDaemon, waitFor, type ApiResponse, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
+import { zipOf, zipSlipping } from './helpers/zip.js';
 
 const FIXTURES = join(ROOT, 'fixtures', 'extensions');
 const CHROMIUM = process.env.RBROWSE_CHROMIUM ?? '/usr/lib/chromium/chromium';
@@ -22,32 +22,6 @@ let d: TestDaemon;
 let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
 let store: { url: string; crx: Buffer; close: () => Promise<void> };
 let scratch: string;
-
-interface Entry {
-  name: string;
-  data?: string | Buffer;
-  symlinkTo?: string;
-}
-
-/** A zip made with archiver: listed entries, or a fixture extension's directory (under `prefix`, if given). */
-async function zipOf(content: Entry[] | { dir: string; prefix?: string }): Promise<Buffer> {
-  const archive = new ZipArchive({ zlib: { level: 9 } });
-  const chunks: Buffer[] = [];
-  archive.on('data', (c: Buffer) => chunks.push(c));
-  const done = new Promise<void>((resolve, reject) => {
-    archive.on('end', resolve);
-    archive.on('error', reject);
-  });
-  if (Array.isArray(content)) {
-    for (const e of content) {
-      if (e.symlinkTo) archive.symlink(e.name, e.symlinkTo);
-      else archive.append(e.data ?? '', { name: e.name });
-    }
-  } else archive.directory(content.dir, content.prefix ?? false);
-  await archive.finalize();
-  await done;
-  return Buffer.concat(chunks);
-}
 
 const fixtureZip = (name: string, prefix?: string) => zipOf({ dir: join(FIXTURES, name), prefix });
 const manifest = (extra: object = {}) => JSON.stringify({ manifest_version: 3, name: 'Test Ext', version: '1.0', ...extra });
@@ -213,11 +187,7 @@ describe('upload and metadata', () => {
 
   test('bad uploads are refused with 400 (413 when too large) and leave nothing on disk or in the state file', async () => {
     const good = manifest();
-    // A zip-slip entry archiver will not write: renamed in the bytes (names are not checksummed).
-    const slip = Buffer.from(
-      (await zipOf([{ name: 'manifest.json', data: good }, { name: 'xx/evil.txt', data: 'evil' }])).toString('latin1').replaceAll('xx/evil.txt', '../evil.txt'),
-      'latin1',
-    );
+    const slip = await zipSlipping('evil.txt', [{ name: 'manifest.json', data: good }]);
     const cases: [string, Buffer | (() => Promise<ApiResponse>), RegExp][] = [
       ['not a zip', Buffer.from('this is not a zip archive at all'), /not a readable zip/],
       ['an empty zip', await zipOf([]), /no manifest\.json/],

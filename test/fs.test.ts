@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -7,6 +7,7 @@ import Kernel, { toFile } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
+import { zipOf, zipSlipping } from './helpers/zip.js';
 
 let d: TestDaemon;
 let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
@@ -34,6 +35,17 @@ async function write(id: string, path: string, content: string | Buffer, mode?: 
     body: typeof content === 'string' ? content : new Uint8Array(content),
   });
   return res.status;
+}
+function formOf(zip: Buffer | undefined, dest: string): FormData {
+  const form = new FormData();
+  form.append('dest_path', dest);
+  if (zip) form.append('zip_file', new Blob([new Uint8Array(zip)]), 'upload.zip');
+  return form;
+}
+async function zipFile(zip: Buffer): Promise<string> {
+  const path = join(d.home, `cli-${Date.now()}.zip`);
+  await writeFile(path, zip);
+  return path;
 }
 async function read(id: string, path: string) {
   const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/read_file?${q(path)}`, { headers: { authorization: `Bearer ${d.apiKey}` } });
@@ -229,6 +241,65 @@ describe('filesystem inside a session', () => {
     assert.equal(bytes.subarray(0, 4).toString('latin1'), 'PK\x03\x04');
     for (const name of ['a.txt', 'deeper/b.bin']) assert.ok(bytes.includes(name), `${name} in the zip`);
     assert.equal((await d.api('GET', `/browsers/${id}/fs/download_dir_zip?${q('/home/kernel/up/a.txt')}`)).status, 400);
+    await d.api('DELETE', `/browsers/${id}`);
+  });
+
+  test('upload_zip (official SDK): extracted into dest_path inside the session; escapes, links and bombs refused, nothing left', async () => {
+    const id = await session();
+    const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+    const zip = await zipOf([
+      { name: 'top.txt', data: 'top' },
+      { name: 'dir/inner.txt', data: 'inner' },
+      { name: 'dir/empty/', data: '' },
+    ]);
+    await kernel.browsers.fs.uploadZip(id, { dest_path: '/home/kernel/unzipped', zip_file: await toFile(zip, 'a.zip') });
+    assert.equal((await read(id, '/home/kernel/unzipped/top.txt')).text, 'top');
+    assert.equal((await read(id, '/home/kernel/unzipped/dir/inner.txt')).text, 'inner');
+    assert.equal((await info(id, '/home/kernel/unzipped/dir/empty')).body.is_dir, true);
+    // Into an existing directory, over what is there.
+    await kernel.browsers.fs.uploadZip(id, { dest_path: '/home/kernel/unzipped', zip_file: await toFile(await zipOf([{ name: 'top.txt', data: 'again' }]), 'b.zip') });
+    assert.equal((await read(id, '/home/kernel/unzipped/top.txt')).text, 'again');
+
+    // A symlink the page planted at the destination still lands inside the session.
+    await fs(id, 'create_directory', { path: '/tmp/real' });
+    const planted = await kernel.browsers.process.exec(id, { command: 'ln', args: ['-s', '/etc', '/home/kernel/etc-link'] });
+    assert.equal(planted.exit_code, 0);
+    const refusedWrite = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload_zip`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.apiKey}` },
+      body: formOf(await zipOf([{ name: 'x.txt', data: 'x' }]), '/home/kernel/etc-link'),
+    });
+    assert.equal(refusedWrite.status, 403, 'the read-only system stays read-only');
+
+    const cases: [string, Buffer, RegExp][] = [
+      ['zip-slip ../', await zipSlipping('evil.txt', [{ name: 'ok.txt', data: 'ok' }]), /relative path|\.\./],
+      ['a symlink', await zipOf([{ name: 'link', symlinkTo: '/etc/passwd' }]), /symbolic link/],
+      ['a zip bomb', await zipOf([{ name: 'big.bin', data: Buffer.alloc(20 * 1024 ** 2) }]), /bomb/],
+      ['not a zip', Buffer.from('not a zip at all'), /not a readable zip/],
+    ];
+    for (const [what, bytes, why] of cases) {
+      const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload_zip`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${d.apiKey}` },
+        body: formOf(bytes, '/tmp/bad'),
+      });
+      const body = await res.json();
+      assert.equal(res.status, 400, `${what}: ${JSON.stringify(body)}`);
+      assert.match(JSON.stringify(body), why, what);
+    }
+    assert.equal((await info(id, '/tmp/bad')).status, 404, 'nothing of a refused zip was written');
+    assert.equal((await info(id, '/tmp/evil.txt')).status, 404);
+    for (const [form, field] of [[formOf(zip, 'relative/path'), 'dest_path'], [formOf(undefined, '/tmp/x'), 'zip_file']] as const) {
+      const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload_zip`, { method: 'POST', headers: { authorization: `Bearer ${d.apiKey}` }, body: form });
+      assert.equal(res.status, 400);
+      assert.match(JSON.stringify(await res.json()), new RegExp(field));
+    }
+    // The staging directories on the daemon's side are gone.
+    assert.deepEqual(readdirSync(join(d.home, 'sessions', id)).filter((n) => n.startsWith('upload-zip-')), []);
+
+    const cli = await d.cli(['fs', 'upload-zip', id, await zipFile(zip), '/tmp/from-cli']);
+    assert.equal(cli.exitCode, 0, cli.stderr);
+    assert.equal((await read(id, '/tmp/from-cli/dir/inner.txt')).text, 'inner');
     await d.api('DELETE', `/browsers/${id}`);
   });
 

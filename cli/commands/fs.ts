@@ -34,6 +34,20 @@ async function upload(client: RbrowseClient, id: string, files: { local: string;
   await res.body?.cancel();
 }
 
+/** POST .../fs/upload_zip as the SDK sends it (zip_file, dest_path). */
+async function uploadZipFile(client: RbrowseClient, id: string, zip: string, dest: string): Promise<void> {
+  const form = new FormData();
+  form.append('dest_path', dest);
+  form.append('zip_file', await openAsBlob(zip), basename(zip));
+  const res = await fetch(new URL(`/browsers/${encodeURIComponent(id)}/fs/upload_zip`, client.baseUrl), {
+    method: 'POST',
+    headers: client.apiKey ? { authorization: `Bearer ${client.apiKey}` } : {},
+    body: form,
+  });
+  if (!res.ok) throw apiError(res.status, await res.text());
+  await res.body?.cancel();
+}
+
 /** `rbrowse fs ...`: the filesystem API, with paths as the session's browser sees them. */
 export function fsCommand(): Command {
   const fs = new Command('fs').description("files inside a session (/home/kernel and /tmp are the session's own)");
@@ -143,6 +157,15 @@ export function fsCommand(): Command {
         query: { path, ...(o.mode ? { mode: o.mode } : {}) },
         body: createReadStream(file),
       });
+    });
+  covers(fs.command('upload-zip'), 'fsUploadZip')
+    .description('upload a local zip and extract it into a directory of the session (created if missing)')
+    .argument('<id>', 'session id or name')
+    .argument('<zip>', 'local zip file')
+    .argument('<dest_path>', 'absolute directory in the session')
+    .addHelpText('after', '\nExample:\n  rbrowse fs upload-zip my-session ./fixtures.zip /home/kernel/fixtures')
+    .action(async (id: string, zip: string, dest: string, _o, cmd: Command) => {
+      await uploadZipFile(await clientFor(cmd), id, zip, dest);
     });
   covers(fs.command('upload'), 'fsUpload')
     .description('upload local files in one multipart request (parents are created)')

@@ -3,11 +3,12 @@ import { cp, mkdir, mkdtemp, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Multipart } from '@fastify/multipart';
-import type { Extension, ListExtensionsQuery } from '../../src/api/extensions.js';
+import { ExtensionFormSchema, type Extension, type ExtensionForm, type ListExtensionsQuery } from '../../src/api/extensions.js';
 import type { CreateBrowserBody } from '../../src/api/schemas.js';
 import { BadRequestError, NotFoundError } from '../../src/errors.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { newId } from '../../src/ids.js';
+import { formValidator, receiveZipForm } from '../archive/receive-zip.js';
 import { extractZip, type UnzipLimits } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
 import { paginate, type ListPage } from '../paging.js';
@@ -16,7 +17,6 @@ import type { OrgRecord } from '../auth.js';
 import type { Store } from '../store.js';
 import { unloadedExtensions } from './loaded.js';
 import { defaultName, readManifest } from './manifest.js';
-import { receiveUpload } from './upload-form.js';
 
 export interface ExtensionRecord {
   id: string;
@@ -47,6 +47,7 @@ export const MAX_UPLOAD_BYTES = 100 * 1024 ** 2;
 const UNZIP_LIMITS: UnzipLimits = { maxBytes: 256 * 1024 ** 2, maxEntries: 10_000, maxRatio: 200 };
 /** How long a launch waits for Chromium to list every extension it was given (it usually already has). */
 const LOAD_TIMEOUT_MS = 15_000;
+const validateExtensionForm = formValidator<ExtensionForm>(ExtensionFormSchema);
 
 type Selection = NonNullable<CreateBrowserBody['extensions']>[number];
 
@@ -82,7 +83,12 @@ export class Extensions implements SessionFeature {
     await mkdir(this.deps.dir, { recursive: true, mode: 0o700 });
     const work = await mkdtemp(join(this.deps.dir, UPLOAD_PREFIX));
     try {
-      const { form, checksum, size } = await receiveUpload(parts, join(work, ARCHIVE), MAX_UPLOAD_BYTES);
+      const { form, checksum, size } = await receiveZipForm(parts, join(work, ARCHIVE), {
+        maxBytes: MAX_UPLOAD_BYTES,
+        fileField: 'file',
+        validate: validateExtensionForm,
+        what: 'a zip of the unpacked extension',
+      });
       // Checked now to spare the extraction; checked again where the record is stored.
       if (form.name !== undefined) this.assertNameFree(org, form.name);
       const extracted = join(work, 'extracted');

@@ -180,6 +180,18 @@ export class FileOps {
    * removed; when the write fails, the rest of the body is still read, so the client gets the
    * error answer instead of a connection cut mid-body.
    */
+  /**
+   * Unpacks a tar stream into a directory (created if missing), inside the session's namespace as
+   * its user: whatever a symlink at the destination points to, the writes stay the session's.
+   */
+  async unpack(dir: string, tarStream: Readable): Promise<void> {
+    const target = await this.target(dir);
+    const child = this.spawn(['sh', '-c', 'mkdir -p -- "$1" && exec tar -x --no-same-owner --no-same-permissions -C "$1" -f -', 'upload_zip', target], { stdin: 'pipe' });
+    child.stdin!.on('error', () => tarStream.unpipe(child.stdin!));
+    tarStream.pipe(child.stdin!);
+    this.outcome(await child, dir);
+  }
+
   async write(path: string, input: Readable, mode?: string): Promise<void> {
     let temp: string | undefined;
     try {

@@ -1,4 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Multipart } from '@fastify/multipart';
+import * as tar from 'tar';
+import { UploadZipFormSchema, type UploadZipForm } from '../../src/api/schemas.js';
+import { formValidator, receiveZipForm } from '../archive/receive-zip.js';
+import { extractZip } from '../archive/unzip.js';
+import { removeTree } from '../fs-util.js';
 import type { Readable } from 'node:stream';
 import { BadRequestError } from '../../src/errors.js';
 import type { FileOps } from './file-ops.js';
@@ -63,5 +71,28 @@ export async function uploadFiles(files: FileOps, parts: AsyncIterable<UploadPar
     return dests.size;
   } finally {
     for (const temp of temps.values()) await files.deleteFile(temp).catch(() => {});
+  }
+}
+
+const MAX_ZIP_BYTES = 512 * 1024 ** 2;
+const validateZipForm = formValidator<UploadZipForm>(UploadZipFormSchema);
+
+/**
+ * POST .../fs/upload_zip: the zip lands on the daemon's side of the session (its directory, never
+ * seen by the browser), is extracted there with the archive rules every upload follows (no entry
+ * outside, no links, no encryption, no bomb), and the result is unpacked into dest_path inside the
+ * session's namespace. Nothing of it stays behind on a refusal.
+ */
+export async function uploadZip(session: { dirs: { root: string }; files: FileOps }, parts: AsyncIterable<Multipart>): Promise<void> {
+  const staging = await mkdtemp(join(session.dirs.root, 'upload-zip-'));
+  try {
+    const zipPath = join(staging, 'upload.zip');
+    const { form } = await receiveZipForm(parts, zipPath, { maxBytes: MAX_ZIP_BYTES, fileField: 'zip_file', validate: validateZipForm, what: 'the zip to extract' });
+    const dest = sessionPath('dest_path', form.dest_path);
+    const extracted = join(staging, 'x');
+    await extractZip(zipPath, extracted, 'zip_file');
+    await session.files.unpack(dest, tar.create({ cwd: extracted, portable: true }, ['.']) as unknown as Readable);
+  } finally {
+    await removeTree(staging);
   }
 }

@@ -371,6 +371,18 @@ export const routes = {
     success: NoContent,
     consumes: 'multipart/form-data',
   },
+  fsUploadZip: {
+    method: 'POST',
+    url: '/browsers/:id/fs/upload_zip',
+    auth: 'key',
+    summary:
+      'Upload a zip and extract it into dest_path (multipart: zip_file, dest_path), created if missing: no entry may leave it (absolute or .. paths, links), nor be encrypted or a bomb',
+    tag: 'fs',
+    params: S.IdParamsSchema,
+    success: NoContent,
+    consumes: 'multipart/form-data',
+    form: { files: ['zip_file'], fields: S.UploadZipFormSchema },
+  },
   fsDownloadDirZip: {
     method: 'GET',
     url: '/browsers/:id/fs/download_dir_zip',

@@ -479,3 +479,10 @@ export const BatchSchema = Type.Object(
   strict,
 );
 export type BatchBody = Static<typeof BatchSchema>;
+
+/** The text field of POST /browsers/{id}/fs/upload_zip (the zip itself is the `zip_file` part). */
+export const UploadZipFormSchema = Type.Object(
+  { dest_path: Type.String({ minLength: 1, maxLength: 4096, description: 'Absolute directory to extract into (created if missing)' }) },
+  { additionalProperties: false },
+);
+export type UploadZipForm = Static<typeof UploadZipFormSchema>;

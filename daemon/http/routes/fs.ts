@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import { BadRequestError } from '../../../src/errors.js';
 import { octalMode, sessionPath } from '../../fs/paths.js';
-import { uploadFiles, type UploadPart } from '../../fs/upload.js';
+import { uploadFiles, uploadZip, type UploadPart } from '../../fs/upload.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 
@@ -17,6 +17,7 @@ type FsOps =
   | 'fsReadFile'
   | 'fsWriteFile'
   | 'fsUpload'
+  | 'fsUploadZip'
   | 'fsDownloadDirZip';
 
 /** @fastify/multipart's parts as the upload reads them: file streams and plain fields. */
@@ -66,6 +67,11 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
       inSession(org, params.id, async (s) => {
         if (!request.isMultipart()) throw new BadRequestError('an upload is a multipart/form-data request');
         await uploadFiles(s.files, uploadParts(request));
+      }),
+    fsUploadZip: ({ org, params, request }) =>
+      inSession(org, params.id, async (s) => {
+        if (!request.isMultipart()) throw new BadRequestError('an upload is a multipart/form-data request');
+        await uploadZip(s, request.parts());
       }),
     fsWriteFile: ({ org, params, query, body }) =>
       inSession(org, params.id, (s) =>

@@ -3,37 +3,45 @@ import { createWriteStream } from 'node:fs';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
-import { Ajv } from 'ajv';
-import { ExtensionFormSchema, type ExtensionForm } from '../../src/api/extensions.js';
+import { Ajv, type ValidateFunction } from 'ajv';
+import type { TSchema } from 'typebox';
 import { ApiError, BadRequestError } from '../../src/errors.js';
 import { validationDetails } from '../http/errors.js';
 
-const validateForm = new Ajv({ allErrors: true, strict: false }).compile<ExtensionForm>(ExtensionFormSchema);
+/** The validator of a multipart form's text fields (the route's `form.fields` schema). */
+export function formValidator<F>(schema: TSchema): ValidateFunction<F> {
+  return new Ajv({ allErrors: true, strict: false }).compile<F>(schema);
+}
 
-export interface ReceivedUpload {
-  form: ExtensionForm;
+export interface ReceivedUpload<F> {
+  form: F;
   /** Hex sha256 of the zip as uploaded, computed while it streamed to disk. */
   checksum: string;
   size: number;
 }
 
 /**
- * Reads POST /extensions' multipart form: the zip in `file` streams to `zipPath` (hashed and
- * counted on the way, `maxBytes` at most: 413 beyond), the text fields are validated against
- * ExtensionFormSchema. The caller removes `zipPath` on a refusal.
+ * Reads a multipart form carrying one zip (an extension's, upload_zip's): the zip in `fileField`
+ * streams to `zipPath` (hashed and counted on the way, `maxBytes` at most: 413 beyond), the text
+ * fields are validated. The caller removes `zipPath` on a refusal.
  */
-export async function receiveUpload(parts: AsyncIterable<Multipart>, zipPath: string, maxBytes: number): Promise<ReceivedUpload> {
+export async function receiveZipForm<F>(
+  parts: AsyncIterable<Multipart>,
+  zipPath: string,
+  opts: { maxBytes: number; fileField: string; validate: ValidateFunction<F>; what: string },
+): Promise<ReceivedUpload<F>> {
+  const { maxBytes, fileField, validate: validateForm } = opts;
   const fields: Record<string, unknown> = {};
   let received: { checksum: string; size: number } | undefined;
   for await (const part of parts) {
     if (part.type === 'field') {
-      if (part.fieldname === 'file') throw BadRequestError.field('file', 'must be a file part (with a filename), not a text field');
+      if (part.fieldname === fileField) throw BadRequestError.field(fileField, 'must be a file part (with a filename), not a text field');
       fields[part.fieldname] = part.value;
       continue;
     }
-    if (part.fieldname !== 'file' || received) {
+    if (part.fieldname !== fileField || received) {
       part.file.resume();
-      throw BadRequestError.field(part.fieldname, 'the zip of the extension goes in `file`, once');
+      throw BadRequestError.field(part.fieldname, `the zip goes in \`${fileField}\`, once`);
     }
     const hash = createHash('sha256');
     let size = 0;
@@ -47,11 +55,11 @@ export async function receiveUpload(parts: AsyncIterable<Multipart>, zipPath: st
     await pipeline(part.file, count, createWriteStream(zipPath, { flags: 'wx', mode: 0o600 }));
     // busboy stops at the limit and ends the stream early; the truncated zip must not pass.
     if (part.file.truncated || size > maxBytes) {
-      throw new ApiError(413, 'payload_too_large', `file: the zip is larger than ${maxBytes / 1024 ** 2} MiB`);
+      throw new ApiError(413, 'payload_too_large', `${fileField}: the zip is larger than ${maxBytes / 1024 ** 2} MiB`);
     }
     received = { checksum: hash.digest('hex'), size };
   }
-  if (!received) throw BadRequestError.field('file', 'is required: a zip of the unpacked extension');
+  if (!received) throw BadRequestError.field(fileField, `is required: ${opts.what}`);
   if (!validateForm(fields)) {
     const details = validationDetails(validateForm.errors ?? [], 'form');
     throw new BadRequestError(`invalid form: ${details.map((d) => d.message).join('; ')}`, details);
