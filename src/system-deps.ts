@@ -58,6 +58,7 @@ export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'maim', why: 'screenshots of headful sessions', apt: 'maim', find: () => which('maim') },
   { name: 'zip', why: 'zips of session directories', apt: 'zip', find: () => which('zip') },
   { name: 'bwrap', why: 'per-session filesystem isolation', apt: 'bubblewrap', find: () => which('bwrap') },
+  { name: 'inotifywait', why: 'filesystem watches inside sessions', apt: 'inotify-tools', find: () => which('inotifywait') },
   { name: 'tmux', why: 'the tests of rbrowse watch and other terminal output (a real terminal)', apt: 'tmux', find: () => which('tmux') },
   {
     name: 'fonts',

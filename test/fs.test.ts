@@ -4,8 +4,9 @@ import { mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Kernel, { toFile } from '@onkernel/sdk';
+import { execa } from 'execa';
 import { chromium } from 'playwright';
-import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { CLI, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 import { zipOf, zipSlipping } from './helpers/zip.js';
 
@@ -300,6 +301,55 @@ describe('filesystem inside a session', () => {
     const cli = await d.cli(['fs', 'upload-zip', id, await zipFile(zip), '/tmp/from-cli']);
     assert.equal(cli.exitCode, 0, cli.stderr);
     assert.equal((await read(id, '/tmp/from-cli/dir/inner.txt')).text, 'inner');
+    await d.api('DELETE', `/browsers/${id}`);
+  });
+
+  test('watch (official SDK): files written through the API and by a process, recursion, renames and deletes; stop ends the stream', async () => {
+    const id = await session();
+    const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+    await fs(id, 'create_directory', { path: '/home/kernel/watched' });
+    const { watch_id } = await kernel.browsers.fs.watch.start(id, { path: '/home/kernel/watched', recursive: true });
+    assert.match(watch_id!, /^[a-z0-9]{24}$/);
+    // Changes before anyone reads are kept for the first reader. (The API writes a temporary file
+    // and renames it into place, so its file appears at once, whole: a CREATE, no WRITE.)
+    assert.equal(await write(id, '/home/kernel/watched/api.txt', 'by the api'), 204);
+    const seen: any[] = [];
+    const stream = await kernel.browsers.fs.watch.events(watch_id!, { id });
+    const reading = (async () => {
+      for await (const ev of stream as AsyncIterable<any>) seen.push(ev);
+    })();
+    const has = (type: string, path: string, isDir = false) => () => seen.some((e) => e.type === type && e.path === path && e.is_dir === isDir);
+    await waitFor(has('CREATE', '/home/kernel/watched/api.txt'), 10_000, 'the API write');
+    await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'mkdir /home/kernel/watched/sub && echo x > /home/kernel/watched/sub/proc.txt'] });
+    await waitFor(has('CREATE', '/home/kernel/watched/sub', true), 10_000, 'the new directory');
+    await waitFor(has('CREATE', '/home/kernel/watched/sub/proc.txt'), 10_000, 'a file written by a process in it (recursion)');
+    await waitFor(has('WRITE', '/home/kernel/watched/sub/proc.txt'), 10_000, 'its content');
+    assert.equal((await fs(id, 'move', { src_path: '/home/kernel/watched/sub/proc.txt', dest_path: '/home/kernel/watched/moved.txt' })).status, 204);
+    await waitFor(has('RENAME', '/home/kernel/watched/sub/proc.txt'), 10_000, 'the rename');
+    await waitFor(has('CREATE', '/home/kernel/watched/moved.txt'), 10_000, 'the new name');
+    assert.equal((await fs(id, 'delete_file', { path: '/home/kernel/watched/moved.txt' })).status, 204);
+    await waitFor(has('DELETE', '/home/kernel/watched/moved.txt'), 10_000, 'the delete');
+    const ev = seen.find((e) => e.path === '/home/kernel/watched/api.txt');
+    assert.deepEqual(Object.keys(ev).sort(), ['event', 'is_dir', 'name', 'path', 'type']);
+    assert.equal(ev.name, 'api.txt');
+
+    await kernel.browsers.fs.watch.stop(watch_id!, { id });
+    await reading; // the stream ended with the watch
+    assert.equal((await d.api('DELETE', `/browsers/${id}/fs/watch/${watch_id}`)).status, 404);
+    assert.equal((await d.api('POST', `/browsers/${id}/fs/watch`, { path: '/home/kernel/nope' })).status, 404);
+    assert.equal((await d.api('POST', `/browsers/${id}/fs/watch`, { path: 'relative' })).status, 400);
+    const key = (await d.cli(['auth', 'create-key', '--org', 'watch-other'])).stdout.trim();
+    assert.equal((await d.api('POST', `/browsers/${id}/fs/watch`, { path: '/tmp' }, key)).status, 404);
+
+    // CLI: prints changes until interrupted, then stops its watch.
+    const cli = execa(CLI, ['fs', 'watch', id, '/tmp', '--json'], { env: d.env, reject: false });
+    let out = '';
+    cli.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    await sleep(1500);
+    assert.equal(await write(id, '/tmp/cli-seen.txt', 'x'), 204);
+    await waitFor(() => out.includes('"/tmp/cli-seen.txt"'), 15_000, 'the CLI to print the change');
+    cli.kill('SIGINT');
+    await cli;
     await d.api('DELETE', `/browsers/${id}`);
   });
 

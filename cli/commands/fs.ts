@@ -7,6 +7,7 @@ import { apiError } from '../api-error.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { age, printFields, printJson, printList } from '../output.js';
+import { sseEvents } from '../sse.js';
 
 /** `LOCAL:DEST` pairs of `fs upload`. */
 function uploadPair(value: string, previous: { local: string; dest: string }[] = []) {
@@ -157,6 +158,32 @@ export function fsCommand(): Command {
         query: { path, ...(o.mode ? { mode: o.mode } : {}) },
         body: createReadStream(file),
       });
+    });
+  covers(fs.command('watch'), 'fsWatchStart', 'fsWatchEvents', 'fsWatchStop')
+    .description('print changes under a path as they happen, until interrupted (the watch is then stopped)')
+    .argument('<id>', 'session id or name')
+    .argument('<path>', 'absolute path of a directory or file')
+    .option('--recursive', 'subdirectories too')
+    .option('--json', 'print each event as a JSON line')
+    .addHelpText('after', '\nExample:\n  rbrowse fs watch my-session /home/kernel/Downloads --recursive')
+    .action(async (id: string, path: string, o, cmd: Command) => {
+      const client = await clientFor(cmd);
+      const { watch_id } = await client.call('fsWatchStart', { params: { id }, body: { path, ...(o.recursive ? { recursive: true } : {}) } });
+      const controller = new AbortController();
+      const stop = () => controller.abort();
+      process.once('SIGINT', stop).once('SIGTERM', stop);
+      const url = new URL(`/browsers/${encodeURIComponent(id)}/fs/watch/${encodeURIComponent(watch_id)}/events`, client.baseUrl);
+      type FsEvent = { event: string; type: string; path: string; is_dir: boolean };
+      try {
+        for await (const ev of sseEvents<FsEvent>(url.href, client.apiKey, controller.signal)) {
+          if (ev.event !== 'fs_event') continue;
+          console.log(o.json ? JSON.stringify(ev) : `${ev.type.padEnd(6)} ${ev.path}${ev.is_dir ? '/' : ''}`);
+        }
+      } catch (err) {
+        if (!controller.signal.aborted) throw err;
+      } finally {
+        await client.call('fsWatchStop', { params: { id, watch_id } }).catch(() => {});
+      }
     });
   covers(fs.command('upload-zip'), 'fsUploadZip')
     .description('upload a local zip and extract it into a directory of the session (created if missing)')

@@ -177,6 +177,7 @@ function exitCodeOf(r: { exitCode?: number; signal?: string }): number {
  */
 export class SessionProcesses {
   private readonly processes = new Map<string, SessionProcess>();
+  private readonly helpers = new Set<ResultPromise>();
   private closed = false;
 
   constructor(private readonly deps: SessionProcessesDeps) {}
@@ -245,12 +246,27 @@ export class SessionProcesses {
     return proc;
   }
 
+  /**
+   * A long-running program of the daemon's own in the session (an fs watch's inotifywait): in the
+   * namespace as the session's user like the rest, not shown among the session's processes,
+   * killed when the session ends.
+   */
+  helper(argv: string[]): ResultPromise {
+    const [command, ...args] = argv;
+    const child = this.start({ command: command!, args }, { tty: false, input: '' });
+    this.helpers.add(child);
+    void child.finally(() => this.helpers.delete(child));
+    return child;
+  }
+
   /** Kills every process (the session is ending) and waits for them. */
   async stop(): Promise<void> {
     this.closed = true;
     const running = [...this.processes.values()].filter((p) => p.running);
     for (const p of running) killGroup(p.pid, 'SIGKILL');
-    await Promise.all(running.map((p) => p.exited));
+    const helpers = [...this.helpers];
+    for (const h of helpers) killGroup(h.pid!, 'SIGKILL');
+    await Promise.all([...running.map((p) => p.exited), ...helpers]);
   }
 
   private forgetOldExited(): void {

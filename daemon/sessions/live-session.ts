@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { launchChromium, resizeWindows, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv, sleep } from '../browser/procs.js';
 import { SessionProcesses } from '../process/session-processes.js';
+import { SessionWatches } from '../fs/watches.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
 import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
@@ -82,6 +83,7 @@ export class LiveSession {
   private lastActivity = Date.now();
   private fileOps?: FileOps;
   private processRunner?: SessionProcesses;
+  private fsWatches?: SessionWatches;
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
@@ -252,6 +254,12 @@ export class LiveSession {
       hold: () => this.hold('api'),
     });
     return this.processRunner;
+  }
+
+  /** Filesystem watches inside this session; they end with it. */
+  get watches(): SessionWatches {
+    this.fsWatches ??= new SessionWatches((argv) => this.processes.helper(argv));
+    return this.fsWatches;
   }
 
   /** The loopback port of this session's VNC server (headful sessions only). */

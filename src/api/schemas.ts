@@ -486,3 +486,13 @@ export const UploadZipFormSchema = Type.Object(
   { additionalProperties: false },
 );
 export type UploadZipForm = Static<typeof UploadZipFormSchema>;
+
+/** POST /browsers/{id}/fs/watch. */
+export const FsWatchStartSchema = Type.Object(
+  {
+    path: Type.String({ minLength: 1, maxLength: 4096, description: 'Absolute path of a directory or file to watch' }),
+    recursive: Type.Optional(Type.Boolean({ description: 'Watch subdirectories too, those created later included' })),
+  },
+  { additionalProperties: false },
+);
+export const FsWatchParamsSchema = Type.Object({ ...IdParamsSchema.properties, watch_id: Type.String({ maxLength: 64 }) });

@@ -5,6 +5,7 @@ import { octalMode, sessionPath } from '../../fs/paths.js';
 import { uploadFiles, uploadZip, type UploadPart } from '../../fs/upload.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
+import { EventStream } from '../sse.js';
 
 type FsOps =
   | 'fsCreateDirectory'
@@ -18,6 +19,9 @@ type FsOps =
   | 'fsWriteFile'
   | 'fsUpload'
   | 'fsUploadZip'
+  | 'fsWatchStart'
+  | 'fsWatchEvents'
+  | 'fsWatchStop'
   | 'fsDownloadDirZip';
 
 /** @fastify/multipart's parts as the upload reads them: file streams and plain fields. */
@@ -73,6 +77,21 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
         if (!request.isMultipart()) throw new BadRequestError('an upload is a multipart/form-data request');
         await uploadZip(s, request.parts());
       }),
+    fsWatchStart: ({ org, params, body, reply }) =>
+      inSession(org, params.id, async (s) => {
+        reply.code(201);
+        return { watch_id: await s.watches.start(sessionPath('path', body.path), body.recursive === true) };
+      }),
+    fsWatchEvents: ({ org, params, reply }) =>
+      inSession(org, params.id, async (s) => {
+        const watch = s.watches.get(params.watch_id);
+        const stream = new EventStream();
+        // A reader is a connected client: the session stays active while one follows a watch.
+        stream.onClose(s.hold('api'));
+        watch.read(stream);
+        return stream.open(reply);
+      }),
+    fsWatchStop: ({ org, params }) => inSession(org, params.id, async (s) => s.watches.stop(params.watch_id)),
     fsWriteFile: ({ org, params, query, body }) =>
       inSession(org, params.id, (s) =>
         s.files.write(

@@ -1,0 +1,149 @@
+import type { Readable } from 'node:stream';
+import type { ResultPromise } from 'execa';
+import { newId } from '../../src/ids.js';
+import { ForbiddenError, NotFoundError, RateLimitError, ServiceUnavailableError } from '../../src/errors.js';
+import { killGroup } from '../browser/procs.js';
+import type { EventStream } from '../http/sse.js';
+
+/** Watches at once per session. */
+const WATCHES_MAX = 32;
+/** Events kept for a watch nobody reads yet; beyond, the oldest go. */
+const QUEUE_MAX = 10_000;
+/** How long a recursive watch of a large tree may take to be set up. */
+const SETUP_MS = 30_000;
+
+export type FsEventType = 'CREATE' | 'WRITE' | 'DELETE' | 'RENAME';
+export interface FsEvent {
+  type: FsEventType;
+  path: string;
+  name: string;
+  is_dir: boolean;
+}
+
+/**
+ * inotify's events as Kernel names them (fsnotify's): a move's old name is RENAME and its new
+ * name CREATE; MODIFY is WRITE. The rest (attributes, opens) is not reported.
+ */
+function typeOf(flags: string[]): FsEventType | undefined {
+  if (flags.includes('CREATE') || flags.includes('MOVED_TO')) return 'CREATE';
+  if (flags.includes('MODIFY')) return 'WRITE';
+  if (flags.includes('DELETE')) return 'DELETE';
+  if (flags.includes('MOVED_FROM')) return 'RENAME';
+  return undefined;
+}
+
+/** inotifywait's records: `FLAGS\0PATH\0` (NUL-separated, so any file name comes through whole). */
+async function* records(stdout: Readable): AsyncGenerator<FsEvent> {
+  let pending = Buffer.alloc(0);
+  for await (const chunk of stdout as AsyncIterable<Buffer>) {
+    pending = Buffer.concat([pending, chunk]);
+    for (;;) {
+      const a = pending.indexOf(0);
+      const b = a < 0 ? -1 : pending.indexOf(0, a + 1);
+      if (b < 0) break;
+      const flags = pending.subarray(0, a).toString().split(',');
+      const path = pending.subarray(a + 1, b).toString();
+      pending = pending.subarray(b + 1);
+      const type = typeOf(flags);
+      if (type) yield { type, path, name: path.slice(path.lastIndexOf('/') + 1), is_dir: flags.includes('ISDIR') };
+    }
+  }
+}
+
+class Watch {
+  private readonly queue: FsEvent[] = [];
+  private readonly readers = new Set<EventStream>();
+  private ended = false;
+
+  constructor(
+    readonly id: string,
+    readonly child: ResultPromise,
+  ) {
+    void (async () => {
+      for await (const event of records(child.stdout as Readable)) this.emit(event);
+    })().catch(() => {});
+    void child.finally(() => this.end());
+  }
+
+  private emit(event: FsEvent): void {
+    if (this.readers.size === 0) {
+      this.queue.push(event);
+      if (this.queue.length > QUEUE_MAX) this.queue.shift();
+      return;
+    }
+    for (const r of this.readers) r.send({ event: 'fs_event', ...event });
+  }
+
+  /** What happened since the last reader left (or since the start), then live. */
+  read(stream: EventStream): void {
+    for (const event of this.queue.splice(0)) stream.send({ event: 'fs_event', ...event });
+    if (this.ended) return stream.end();
+    this.readers.add(stream);
+    stream.onClose(() => this.readers.delete(stream));
+  }
+
+  stop(): void {
+    killGroup(this.child.pid!, 'SIGKILL');
+  }
+
+  private end(): void {
+    this.ended = true;
+    for (const r of this.readers) r.end();
+    this.readers.clear();
+  }
+}
+
+/**
+ * A session's filesystem watches (Kernel's fs.watch): each is an inotifywait inside the session's
+ * namespace (paths mean what they mean to the browser, and a symlink cannot point it at the host),
+ * run as a helper of the session's processes, so it ends with the session.
+ */
+export class SessionWatches {
+  private readonly watches = new Map<string, Watch>();
+
+  constructor(private readonly helper: (argv: string[]) => ResultPromise) {}
+
+  async start(path: string, recursive: boolean): Promise<string> {
+    if (this.watches.size >= WATCHES_MAX) throw new RateLimitError(`this session already has ${this.watches.size} watches`, 5);
+    const child = this.helper([
+      'inotifywait', '--monitor', '--no-newline', '--format', '%e%0%w%f%0',
+      '--event', 'create', '--event', 'modify', '--event', 'delete', '--event', 'moved_from', '--event', 'moved_to',
+      ...(recursive ? ['--recursive'] : []), '--', path,
+    ]);
+    await this.established(child, path);
+    const watch = new Watch(newId(), child);
+    this.watches.set(watch.id, watch);
+    void child.finally(() => this.watches.delete(watch.id));
+    return watch.id;
+  }
+
+  get(id: string): Watch {
+    const watch = this.watches.get(id);
+    if (!watch) throw new NotFoundError(`watch ${id} not found in this session`);
+    return watch;
+  }
+
+  stop(id: string): void {
+    this.get(id).stop();
+    this.watches.delete(id);
+  }
+
+  /** Resolves once inotifywait says its watches are in place; its failure (a missing path) is the request's. */
+  private async established(child: ResultPromise, path: string): Promise<void> {
+    let stderr = '';
+    const ready = new Promise<boolean>((resolve) => {
+      child.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes('Watches established')) resolve(true);
+      });
+      void child.finally(() => resolve(false));
+      setTimeout(() => resolve(false), SETUP_MS).unref();
+    });
+    if (await ready) return;
+    killGroup(child.pid!, 'SIGKILL');
+    if (/No such file or directory|Not a directory/.test(stderr)) throw new NotFoundError(`${path}: no such file or directory`);
+    if (/Permission denied/.test(stderr)) throw new ForbiddenError(`${path}: not readable in this session`);
+    if (/upper limit on inotify watches|Too many open files/.test(stderr)) throw new ServiceUnavailableError(`${path}: the machine's inotify limits are reached`);
+    throw new ServiceUnavailableError(`${path}: the watch could not be set up (${stderr.trim().split('\n').pop() ?? 'no reason given'})`);
+  }
+}
