@@ -4,7 +4,7 @@ import { execa } from 'execa';
 import Kernel from '@onkernel/sdk';
 import { findMarkedProcesses, isAlive } from '../daemon/browser/procs.js';
 import { markerOf } from '../daemon/invocations/invocations.js';
-import { LineSplitter } from '../daemon/invocations/line-splitter.js';
+import { LineSplitter } from '../daemon/line-splitter.js';
 import { nowNano } from '../daemon/invocations/timestamps.js';
 import { sseEvents } from '../cli/sse.js';
 import { deployFixtureApp } from './helpers/apps.js';

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { truncate } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import WebSocket from 'ws';
 import { killGroup, within } from './procs.js';
 
@@ -34,7 +37,11 @@ export interface ChromiumOptions {
   readyTimeoutMs?: number;
   /** More flags (a session's features); list flags among them merge with the base ones. */
   extraArgs?: string[];
+  /** Where Chromium's output (its log) is kept, for GET /browsers/{id}/logs/stream; emptied at LOG_MAX_BYTES. */
+  logFile?: string;
 }
+
+const LOG_MAX_BYTES = 16 * 1024 * 1024;
 
 /** Flags Chromium reads only once (the last wins), so values from several sources must be joined. */
 const LIST_FLAGS = ['--disable-features', '--enable-features', '--load-extension', '--disable-extensions-except'];
@@ -183,6 +190,22 @@ function sendBrowserClose(wsUrl: string): Promise<void> {
   });
 }
 
+/** Appends a stream to a file, which starts over once it holds LOG_MAX_BYTES (a follower sees it truncated). */
+function keepLog(stream: Readable, file: string): void {
+  const out = createWriteStream(file, { flags: 'a', mode: 0o600 });
+  out.on('error', () => {});
+  let bytes = 0;
+  stream.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > LOG_MAX_BYTES) {
+      bytes = chunk.length;
+      void truncate(file, 0).catch(() => {});
+    }
+    out.write(chunk);
+  });
+  stream.once('close', () => out.end());
+}
+
 export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProcess> {
   const [command, ...prefix] = [...(o.wrapper ?? []), o.executable];
   const child = spawn(command!, [...prefix, ...chromiumArgs(o)], {
@@ -193,6 +216,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProces
   });
   let tail = '';
   const exited = new Promise<ExitInfo>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  if (o.logFile) keepLog(child.stderr!, o.logFile);
   const wsUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error('timed out waiting for DevTools')), o.readyTimeoutMs ?? 20_000);
     function fail(err: Error) {

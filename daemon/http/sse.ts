@@ -35,6 +35,9 @@ export class EventStream {
   open(reply: FastifyReply): Readable {
     reply.header('cache-control', 'no-cache');
     reply.header('x-accel-buffering', 'no');
+    // Node holds the response head back until the first body byte: a stream with nothing to say
+    // yet (a quiet log, a watch) would leave its client waiting for the first heartbeat.
+    reply.raw.once('pipe', () => reply.raw.flushHeaders());
     return this.body;
   }
 

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { execa, type ResultPromise } from 'execa';
 import { killGroup, killMarked, markedEnv } from '../browser/procs.js';
-import { LineSplitter } from './line-splitter.js';
+import { LineSplitter } from '../line-splitter.js';
 
 /** How an action ended, as the harness (or the lack of it) told. */
 export type Outcome =

@@ -30,6 +30,8 @@ export function sessionDirs(sessionsDir: string, id: string) {
   const tmp = join(root, 'tmp');
   return {
     root,
+    // Chromium's log, on the daemon's side (outside the namespace): GET .../logs/stream?source=supervisor.
+    chromiumLog: join(root, 'chromium.log'),
     home,
     userData: join(home, 'user-data'),
     downloads: join(home, 'Downloads'),
@@ -151,6 +153,7 @@ export class LiveSession {
         startUrl: features.some((f) => f.opensStartUrl) ? undefined : record.start_url,
         noSandbox: !deps.sandbox.chromiumSandbox.on,
         extraArgs: features.flatMap((f) => f.args ?? []),
+        logFile: dirs.chromiumLog,
       });
       for (const f of features) await f.started?.({ wsUrl: chromium.wsUrl });
       return new LiveSession(record, chromium, display, await vnc, deps, env, features);

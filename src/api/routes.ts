@@ -413,6 +413,17 @@ export const routes = {
     params: S.FsWatchParamsSchema,
     success: NoContent,
   },
+  logsStream: {
+    method: 'GET',
+    url: '/browsers/:id/logs/stream',
+    auth: 'key',
+    summary: "A session's log lines (server-sent events): a file inside it, or its Chromium's own log; `log` events {message, timestamp}",
+    tag: 'logs',
+    params: S.IdParamsSchema,
+    querystring: S.LogStreamQuerySchema,
+    success: { status: 200, body: null },
+    produces: 'text/event-stream',
+  },
   fsDownloadDirZip: {
     method: 'GET',
     url: '/browsers/:id/fs/download_dir_zip',

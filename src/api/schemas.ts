@@ -496,3 +496,14 @@ export const FsWatchStartSchema = Type.Object(
   { additionalProperties: false },
 );
 export const FsWatchParamsSchema = Type.Object({ ...IdParamsSchema.properties, watch_id: Type.String({ maxLength: 64 }) });
+
+/** GET /browsers/{id}/logs/stream. */
+export const LogStreamQuerySchema = Type.Object({
+  source: Type.Union([Type.Literal('path'), Type.Literal('supervisor')], {
+    description: "path: a file inside the session; supervisor: a program's own log (supervisor_process: chromium)",
+  }),
+  follow: Type.Optional(Type.Boolean({ default: true, description: 'true: lines written from now on, until the client leaves; false: the whole file, then the end' })),
+  path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  supervisor_process: Type.Optional(Type.String({ maxLength: 64 })),
+});
+export type LogStreamQuery = Static<typeof LogStreamQuerySchema>;

@@ -1,0 +1,20 @@
+import { streamLogs } from '../../logs/log-stream.js';
+import type { SessionManager } from '../../sessions/manager.js';
+import type { HandlerGroup } from '../handlers.js';
+import { EventStream } from '../sse.js';
+
+export function logHandlers(sessions: SessionManager): HandlerGroup<'logsStream'> {
+  return {
+    logsStream: ({ org, params, query, reply }) =>
+      sessions.withSession(org, params.id, async (s) => {
+        const stream = new EventStream();
+        // A reader is a connected client: the session stays active while one follows its logs.
+        stream.onClose(s.hold('api'));
+        await streamLogs(s, query, stream).catch((err: unknown) => {
+          stream.end();
+          throw err;
+        });
+        return stream.open(reply);
+      }),
+  };
+}
