@@ -518,7 +518,7 @@ describe('EventLog and since (pure)', () => {
   /** What a follower of `log` receives: the replay (the log is finished, so the stream ends). */
   async function replay(log: EventLog, since?: number): Promise<any[]> {
     const stream = new EventStream();
-    const body = stream.open({ header: () => undefined } as never);
+    const body = stream.open({ header: () => undefined, raw: { once: () => undefined } } as never);
     log.follow(stream, since);
     let text = '';
     for await (const chunk of body) text += chunk;

@@ -181,5 +181,22 @@ export function computerCommand(): Command {
       console.log(o.output);
     });
 
+  const clipboard = cmd.command('clipboard').description("the session's clipboard (its browser's)");
+  covers(clipboard.command('get <id>'), 'computerReadClipboard')
+    .description("print the clipboard's text")
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse computer clipboard get SESSION')
+    .action(async (id: string, o, c: Command) => {
+      const r = await (await clientFor(c)).call('computerReadClipboard', { params: { id } });
+      if (o.json) printJson(r);
+      else process.stdout.write(r.text);
+    });
+  covers(clipboard.command('set <id> [text]'), 'computerWriteClipboard')
+    .description('put text on the clipboard (the argument, or this command\'s input)')
+    .addHelpText('after', '\nExamples:\n  rbrowse computer clipboard set SESSION "hello"\n  cat notes.txt | rbrowse computer clipboard set SESSION')
+    .action(async (id: string, value: string | undefined, _o, c: Command) => {
+      await (await clientFor(c)).call('computerWriteClipboard', { params: { id }, body: { text: value ?? (await text(process.stdin)) } });
+    });
+
   return cmd;
 }

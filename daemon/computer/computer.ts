@@ -5,6 +5,7 @@ import type { LiveSession } from '../sessions/live-session.js';
 import type { OrgRecord } from '../auth.js';
 import { actionOps, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
 import type { InputBackend } from './backend.js';
+import { readClipboard, writeClipboard } from './clipboard.js';
 import { CdpInput } from './cdp-input.js';
 import { InputLocks } from './lock.js';
 import type { Op, Screen } from './plan.js';
@@ -87,6 +88,15 @@ export class ComputerControl {
     return this.sessions.withSession(org, id, (session) =>
       this.locks.run(session.id, () => this.backend(session).mousePosition(session)),
     );
+  }
+
+  readClipboard(org: OrgRecord, id: string): Promise<{ text: string }> {
+    return this.sessions.withSession(org, id, async (session) => ({ text: await readClipboard(session.chromium.wsUrl) }));
+  }
+
+  /** Under the input lock: a paste queued after the write pastes what was written. */
+  writeClipboard(org: OrgRecord, id: string, text: string): Promise<void> {
+    return this.sessions.withSession(org, id, (session) => this.locks.run(session.id, () => writeClipboard(session.chromium.wsUrl, text)));
   }
 
   /** Not input, so it does not wait for the lock: a screenshot mid-drag shows the drag. */

@@ -13,6 +13,8 @@ export function computerHandlers(
   | 'computerScreenshot'
   | 'computerGetMousePosition'
   | 'computerBatch'
+  | 'computerReadClipboard'
+  | 'computerWriteClipboard'
 > {
   return {
     computerDragMouse: ({ org, params, body }) => computer.dragMouse(org, params.id, body),
@@ -24,5 +26,7 @@ export function computerHandlers(
     computerScreenshot: ({ org, params, body }) => computer.screenshot(org, params.id, body),
     computerGetMousePosition: ({ org, params }) => computer.mousePosition(org, params.id),
     computerBatch: ({ org, params, body }) => computer.batch(org, params.id, body),
+    computerReadClipboard: ({ org, params }) => computer.readClipboard(org, params.id),
+    computerWriteClipboard: ({ org, params, body }) => computer.writeClipboard(org, params.id, body.text),
   };
 }
