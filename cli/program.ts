@@ -7,6 +7,7 @@ import { authCommand, daemonCommand, doctorCommand, envCommand } from './command
 import { execCommand, processCommand } from './commands/process.js';
 import { playwrightCommand } from './commands/playwright.js';
 import { logsCommand } from './commands/logs.js';
+import { curlCommand } from './commands/curl.js';
 import { fsCommand } from './commands/fs.js';
 import { appsCommand, deployCommand, deploymentsCommand } from './commands/deployments.js';
 import { extensionsCommand } from './commands/extensions.js';
@@ -46,6 +47,7 @@ program.addCommand(fsCommand());
 program.addCommand(processCommand());
 program.addCommand(playwrightCommand());
 program.addCommand(logsCommand());
+program.addCommand(curlCommand());
 program.addCommand(execCommand('exec'));
 program.addCommand(profilesCommand());
 program.addCommand(extensionsCommand());

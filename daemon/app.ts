@@ -15,6 +15,7 @@ import { computerHandlers } from './http/routes/computer.js';
 import { processHandlers } from './http/routes/process.js';
 import { playwrightHandlers } from './http/routes/playwright.js';
 import { logHandlers } from './http/routes/logs.js';
+import { curlHandlers } from './http/routes/curl.js';
 import { fsHandlers } from './http/routes/fs.js';
 import { poolHandlers } from './http/routes/pools.js';
 import { systemHandlers } from './http/routes/system.js';
@@ -166,7 +167,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     auth,
     log: opts.log,
     handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions), ...poolHandlers(pools),
-      ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
+      ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
   });

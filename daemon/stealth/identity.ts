@@ -5,7 +5,7 @@ import { launchChromium } from '../browser/chromium.js';
 import { markedEnv } from '../browser/procs.js';
 import { removeTree } from '../fs-util.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
-import { CdpClient } from './cdp-client.js';
+import { CdpClient } from '../cdp/cdp-client.js';
 
 /** CDP's Emulation.UserAgentMetadata: what navigator.userAgentData and the Sec-CH-UA headers report. */
 export interface UserAgentMetadata {

@@ -1,5 +1,5 @@
 import { within } from '../browser/procs.js';
-import { CdpClient } from './cdp-client.js';
+import { CdpClient } from '../cdp/cdp-client.js';
 import type { BrowserIdentity } from './identity.js';
 
 interface AttachedToTarget {

@@ -10,6 +10,7 @@ import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
 import { playwrightRoutes } from './playwright.js';
+import { curlRoutes } from './curl.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -463,6 +464,7 @@ export const routes = {
   ...watchRoutes,
   ...processRoutes,
   ...playwrightRoutes,
+  ...curlRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

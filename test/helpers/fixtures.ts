@@ -17,8 +17,9 @@ export interface SeenRequest {
 
 /**
  * Serves fixtures/pages on a loopback port, as the page a session's browser loads. GET /echo
- * answers the request's headers as JSON, POST /report keeps its body (204); `requests` lists every
- * request received.
+ * answers the request's headers as JSON, /echo-request its method, headers and body, POST /report
+ * keeps its body (204); /set-cookie sets one, /redirect redirects to /hello.html, /slow never
+ * answers and /big is 17 MiB; `requests` lists every request received.
  */
 export async function startFixtureServer(): Promise<{ url: string; requests: SeenRequest[]; close: () => Promise<void> }> {
   const requests: SeenRequest[] = [];
@@ -31,7 +32,27 @@ export async function startFixtureServer(): Promise<{ url: string; requests: See
       res.writeHead(204).end();
       return;
     }
+    if (path === '/echo-request') {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      requests.push({ path, headers: req.headers, body });
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ method: req.method, headers: req.headers, body }));
+      return;
+    }
     requests.push({ path, headers: req.headers });
+    if (path === '/set-cookie') {
+      res.writeHead(200, { 'set-cookie': 'from_response=set-by-curl; Path=/', 'content-type': 'text/plain', 'x-multi': ['one', 'two'] }).end('cookie set');
+      return;
+    }
+    if (path === '/redirect') {
+      res.writeHead(302, { location: '/hello.html' }).end();
+      return;
+    }
+    if (path === '/slow') return; // never answers; closeAllConnections ends it
+    if (path === '/big') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.alloc(17 * 1024 * 1024, 1));
+      return;
+    }
     if (path === '/echo') {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(req.headers));
       return;

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import Kernel from '@onkernel/sdk';
+import { chromium, type Browser } from 'playwright';
+import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { startFixtureServer } from './helpers/fixtures.js';
+
+let d: TestDaemon;
+let kernel: Kernel;
+let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
+let id: string;
+let browser: Browser;
+before(async () => {
+  d = await startTestDaemon();
+  fixtures = await startFixtureServer();
+  kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+  const session = await kernel.browsers.create({ headless: true });
+  id = session.session_id;
+  browser = await chromium.connectOverCDP(session.cdp_ws_url);
+});
+after(async () => {
+  await browser?.close();
+  await fixtures?.close();
+  await d?.stop();
+});
+
+describe('browser curl', () => {
+  test("the request is the browser's: its cookies, user agent and headers, with the asked method, headers and body", async () => {
+    const page = browser.contexts()[0]!.pages()[0]!;
+    await page.goto(`${fixtures.url}/hello.html`);
+    await page.evaluate(`document.cookie = 'from_page=set-in-page; path=/'`);
+    const pagesBefore = browser.contexts()[0]!.pages().length;
+
+    const r = await kernel.browsers.curl(id, {
+      url: `${fixtures.url}/echo-request`,
+      method: 'POST',
+      headers: { 'X-Test': 'yes', 'Content-Type': 'application/json' },
+      body: '{"a":1}',
+    });
+    assert.equal(r.status, 200);
+    const seen = JSON.parse(r.body) as { method: string; headers: Record<string, string>; body: string };
+    assert.equal(seen.method, 'POST');
+    assert.equal(seen.body, '{"a":1}');
+    assert.equal(seen.headers['x-test'], 'yes');
+    assert.equal(seen.headers['content-type'], 'application/json');
+    assert.match(seen.headers.cookie ?? '', /from_page=set-in-page/);
+    assert.equal(seen.headers['user-agent'], await page.evaluate('navigator.userAgent'));
+    assert.deepEqual(r.headers['content-type'], ['application/json']);
+    assert.ok(r.duration_ms >= 0);
+    assert.equal(browser.contexts()[0]!.pages().length, pagesBefore, 'the helper page was never seen');
+  });
+
+  test("a response's Set-Cookie lands in the browser's jar; multi-valued headers; redirects followed; HEAD and base64", async () => {
+    const r = await kernel.browsers.curl(id, { url: `${fixtures.url}/set-cookie` });
+    assert.equal(r.body, 'cookie set');
+    assert.deepEqual(r.headers['x-multi'], ['one', 'two']);
+    const page = browser.contexts()[0]!.pages()[0]!;
+    await page.goto(`${fixtures.url}/hello.html`);
+    assert.match(String(await page.evaluate('document.cookie')), /from_response=set-by-curl/);
+
+    const redirected = await kernel.browsers.curl(id, { url: `${fixtures.url}/redirect` });
+    assert.equal(redirected.status, 200);
+    assert.match(redirected.body, /<html/i);
+
+    const head = await kernel.browsers.curl(id, { url: `${fixtures.url}/hello.html`, method: 'HEAD' });
+    assert.deepEqual([head.status, head.body], [200, '']);
+    const b64 = await kernel.browsers.curl(id, { url: `${fixtures.url}/set-cookie`, response_encoding: 'base64' });
+    assert.equal(Buffer.from(b64.body, 'base64').toString(), 'cookie set');
+  });
+
+  test('limits and failures are 4xx or 503 with a reason, never a hang', async () => {
+    const call = (body: object) => d.api('POST', `/browsers/${id}/curl`, body);
+    assert.equal((await call({ url: 'ftp://example.com/x' })).status, 400);
+    assert.equal((await call({ url: 'not a url' })).status, 400);
+    assert.equal((await call({ url: `${fixtures.url}/`, method: 'BREW' })).status, 400);
+    const slow = await call({ url: `${fixtures.url}/slow`, timeout_ms: 1000 });
+    assert.equal(slow.status, 503, slow.text);
+    assert.match(slow.body.message, /timeout_ms/);
+    const refused = await call({ url: 'http://127.0.0.1:9/' });
+    assert.equal(refused.status, 503, refused.text);
+    assert.match(refused.body.message, /ERR_/);
+    const big = await call({ url: `${fixtures.url}/big` });
+    assert.equal(big.status, 413, big.text);
+    // The session still works afterwards.
+    assert.equal((await kernel.browsers.curl(id, { url: `${fixtures.url}/hello.html` })).status, 200);
+    const key = (await d.cli(['auth', 'create-key', '--org', 'curl-other'])).stdout.trim();
+    assert.equal((await d.api('POST', `/browsers/${id}/curl`, { url: `${fixtures.url}/` }, key)).status, 404);
+  });
+
+  test('CLI: rbrowse curl prints the body; --json the object', async () => {
+    const r = await d.cli(['curl', id, `${fixtures.url}/echo-request`, '-X', 'PUT', '-H', 'X-Cli: 1', '-d', 'payload']);
+    assert.equal(r.exitCode, 0, r.stderr);
+    const seen = JSON.parse(r.stdout);
+    assert.deepEqual([seen.method, seen.body, seen.headers['x-cli']], ['PUT', 'payload', '1']);
+    const j = JSON.parse((await d.cli(['curl', id, `${fixtures.url}/set-cookie`, '--json'])).stdout);
+    assert.equal(j.status, 200);
+  });
+});
