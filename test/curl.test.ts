@@ -95,4 +95,32 @@ describe('browser curl', () => {
     const j = JSON.parse((await d.cli(['curl', id, `${fixtures.url}/set-cookie`, '--json'])).stdout);
     assert.equal(j.status, 200);
   });
+
+  test("browsers.fetch(): the raw form through base_url, as the SDK routes it; the target's status, headers and body pass through", async () => {
+    const session = await kernel.browsers.retrieve(id);
+    assert.equal(session.base_url, `${d.baseUrl}/browser`);
+    const res = await kernel.browsers.fetch(id, `${fixtures.url}/echo-request`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', 'x-raw': 'yes' },
+      body: 'raw body',
+    });
+    assert.equal(res.status, 200);
+    const seen = (await res.json()) as { method: string; headers: Record<string, string>; body: string };
+    assert.deepEqual([seen.method, seen.body, seen.headers['x-raw'], seen.headers['content-type']], ['POST', 'raw body', 'yes', 'text/plain']);
+    assert.equal(seen.headers.authorization, undefined, 'the API key never reaches the target');
+
+    // The target's own status passes through (the SDK turns a non-2xx one into an error).
+    await assert.rejects(kernel.browsers.fetch(id, `${fixtures.url}/no-such-page`), (e: any) => e.status === 404);
+    const jwt = new URL(session.cdp_ws_url).searchParams.get('jwt')!;
+    const missing = await fetch(`${d.baseUrl}/browser/curl/raw?url=${encodeURIComponent(`${fixtures.url}/no-such-page`)}&jwt=${jwt}`);
+    assert.deepEqual([missing.status, await missing.text()], [404, 'not found']);
+    const got = await kernel.browsers.fetch(id, `${fixtures.url}/set-cookie`);
+    assert.equal(got.headers.get('x-multi'), 'one, two');
+
+    // The routed endpoints take the session's jwt, nothing else.
+    const bad = await fetch(`${d.baseUrl}/browser/curl/raw?url=${encodeURIComponent(`${fixtures.url}/`)}&jwt=forged`);
+    assert.equal(bad.status, 401);
+    const badJson = await fetch(`${d.baseUrl}/browser/curl?jwt=forged`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${fixtures.url}/` }) });
+    assert.equal(badJson.status, 401);
+  });
 });

@@ -177,6 +177,18 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         ...(route.body ? { body: route.body } : {}),
         response,
       },
+      // Before the body is parsed: any content type arrives as bytes (the parser of octet-stream).
+      ...(route.proxied
+        ? {
+            onRequest: async (request: FastifyRequest) => {
+              const type = request.headers['content-type'];
+              if (type) request.headers['x-rbrowse-content-type'] = type;
+              if (request.headers['transfer-encoding'] || Number(request.headers['content-length'] ?? 0) > 0) {
+                request.headers['content-type'] = 'application/octet-stream';
+              } else delete request.headers['content-type'];
+            },
+          }
+        : {}),
       handler: async (request, reply) => {
         const result = await handler({
           params: request.params,
@@ -186,6 +198,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           request,
           reply,
         });
+        if (route.proxied) return reply.send(result);
         if (result === null && route.noContentOnNull) return reply.code(204).send();
         if (!route.alsoStatus || reply.statusCode !== route.alsoStatus) reply.code(route.success.status);
         // A handler may name a more precise type (a compressed download) itself.

@@ -565,6 +565,8 @@ export class SessionManager {
       session_id: r.id,
       created_at: r.created_at,
       cdp_ws_url: `${ws}/browser/cdp?jwt=${jwts.cdp}`,
+      // The SDK routes curl (and browser.fetch) to base_url + /curl with the jwt, as to a Kernel VM.
+      base_url: `${this.deps.publicUrl()}/browser`,
       ...(jwts.live ? { browser_live_view_url: `${this.deps.publicUrl()}/browser/live?jwt=${jwts.live}` } : {}),
       headless: r.headless,
       stealth: r.stealth,

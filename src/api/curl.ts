@@ -28,7 +28,33 @@ export const CurlResultSchema = Type.Object({
 });
 export type CurlResult = Static<typeof CurlResultSchema>;
 
+export const CurlRawQuerySchema = Type.Object({
+  url: Type.String({ minLength: 1, maxLength: 16384 }),
+  jwt: Type.Optional(Type.String()),
+  timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 300_000 })),
+});
+
+/** browser.fetch's raw curl, one route per method it sends: the request and the answer pass through as they are. */
+const rawCurl = <M extends 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'>(method: M) =>
+  ({
+    method,
+    url: '/browser/curl/raw',
+    auth: 'session-jwt',
+    summary: `browser.fetch(): ${method} made by the session's browser; the target's status, headers and body pass through`,
+    tag: 'browsers',
+    querystring: CurlRawQuerySchema,
+    success: { status: 200, body: null },
+    produces: 'application/octet-stream',
+    proxied: true,
+    hidden: true,
+  }) as const satisfies RouteDef;
+
 export const curlRoutes = {
+  sessionCurlRawGet: rawCurl('GET'),
+  sessionCurlRawPost: rawCurl('POST'),
+  sessionCurlRawPut: rawCurl('PUT'),
+  sessionCurlRawPatch: rawCurl('PATCH'),
+  sessionCurlRawDelete: rawCurl('DELETE'),
   browserCurl: {
     method: 'POST',
     url: '/browsers/:id/curl',

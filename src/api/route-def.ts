@@ -33,6 +33,12 @@ export interface RouteDef {
    * client encodes it; the handler reads and validates the parts itself.
    */
   form?: { files: readonly string[]; fields: TSchema };
+  /**
+   * A proxied exchange (browser.fetch's raw curl): the request body reaches the handler as bytes
+   * whatever its content type (kept in `x-rbrowse-content-type`), and the status, headers and body
+   * of the answer are the handler's own.
+   */
+  proxied?: true;
 }
 
 export const NoContent = { status: 204, body: null } as const;

@@ -134,6 +134,9 @@ export const BrowserSessionSchema = Type.Object(
     session_id: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
     cdp_ws_url: Type.String({ description: 'Chrome DevTools Protocol websocket; carries a jwt query parameter' }),
+    base_url: Type.Optional(
+      Type.String({ description: "Where the official SDK sends a session's curl requests and browser.fetch() itself (with the cdp_ws_url's jwt)" }),
+    ),
     headless: Type.Boolean(),
     stealth: Type.Boolean(),
     timeout_seconds: Type.Integer(),
