@@ -198,5 +198,17 @@ export function computerCommand(): Command {
       await (await clientFor(c)).call('computerWriteClipboard', { params: { id }, body: { text: value ?? (await text(process.stdin)) } });
     });
 
+  covers(cmd.command('cursor <id>'), 'computerSetCursor')
+    .description("hide or show the mouse cursor of a headful session's screen")
+    .option('--hidden', 'hide it')
+    .option('--no-hidden', 'show it again')
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse computer cursor SESSION --hidden')
+    .action(async (id: string, o, c: Command) => {
+      if (o.hidden === undefined) throw new InvalidArgumentError('say --hidden or --no-hidden');
+      const r = await (await clientFor(c)).call('computerSetCursor', { params: { id }, body: { hidden: o.hidden } });
+      if (o.json) printJson(r);
+    });
+
   return cmd;
 }

@@ -103,6 +103,7 @@ export function actionOps(a: ComputerAction, screen: Screen): Op[] {
     case 'sleep':
       return a.sleep!.duration_ms > 0 ? [{ op: 'sleep', ms: a.sleep!.duration_ms }] : [];
     case 'set_cursor':
-      throw BadRequestError.field('set_cursor', 'cursor visibility is not supported by rbrowse');
+      // Not input: the batch applies it itself (ComputerControl.cursor).
+      return [];
   }
 }

@@ -4,6 +4,8 @@ import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { OrgRecord } from '../auth.js';
 import { actionOps, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
+import type { ResultPromise } from 'execa';
+import { killGroup } from '../browser/procs.js';
 import type { InputBackend } from './backend.js';
 import { readClipboard, writeClipboard } from './clipboard.js';
 import { CdpInput } from './cdp-input.js';
@@ -16,6 +18,8 @@ export class ComputerControl {
   private readonly locks = new InputLocks();
   private readonly xdotool = new XdotoolInput();
   private readonly cdp = new CdpInput();
+  /** The running cursor hider of each headful session that hid its cursor. */
+  private readonly cursorHiders = new Map<string, ResultPromise>();
 
   constructor(private readonly sessions: SessionManager) {}
 
@@ -69,6 +73,11 @@ export class ComputerControl {
         const backend = this.backend(session);
         for (const [i, action] of body.actions.entries()) {
           try {
+            if (action.type === 'set_cursor') {
+              if (!action.set_cursor) throw BadRequestError.field('set_cursor', 'is required for a set_cursor action');
+              this.cursor(session, action.set_cursor.hidden);
+              continue;
+            }
             await backend.perform(session, actionOps(action, this.screen(session)));
           } catch (err) {
             if (!(err instanceof ApiError) || err.status !== 400) throw err;
@@ -88,6 +97,33 @@ export class ComputerControl {
     return this.sessions.withSession(org, id, (session) =>
       this.locks.run(session.id, () => this.backend(session).mousePosition(session)),
     );
+  }
+
+  setCursor(org: OrgRecord, id: string, hidden: boolean): Promise<{ ok: boolean }> {
+    return this.sessions.withSession(org, id, (session) =>
+      this.locks.run(session.id, async () => {
+        this.cursor(session, hidden);
+        return { ok: true };
+      }),
+    );
+  }
+
+  /**
+   * Hides a headful session's cursor with unclutter (XFixes; every movement counts as jitter, so
+   * it stays hidden), run as a helper of the session's processes, so it ends with the session.
+   * A headless session draws no cursor: nothing to do.
+   */
+  private cursor(session: LiveSession, hidden: boolean): void {
+    if (!session.display) return;
+    const running = this.cursorHiders.get(session.id);
+    if (hidden && !running) {
+      const hider = session.processes.helper(['unclutter', '--timeout', '0', '--jitter', '9000000', '--start-hidden']);
+      this.cursorHiders.set(session.id, hider);
+      void hider.finally(() => this.cursorHiders.delete(session.id));
+    } else if (!hidden && running) {
+      killGroup(running.pid!, 'SIGKILL');
+      this.cursorHiders.delete(session.id);
+    }
   }
 
   readClipboard(org: OrgRecord, id: string): Promise<{ text: string }> {

@@ -371,6 +371,16 @@ export const routes = {
     body: Type.Object({ text: Type.String({ maxLength: 16 * 1024 * 1024 }) }, { additionalProperties: false }),
     success: NoContent,
   },
+  computerSetCursor: {
+    method: 'POST',
+    url: '/browsers/:id/computer/cursor',
+    auth: 'key',
+    summary: "Hide or show the mouse cursor of a headful session's screen (a headless one draws none)",
+    tag: 'computer',
+    params: S.IdParamsSchema,
+    body: Type.Object({ hidden: Type.Boolean() }, { additionalProperties: false }),
+    success: { status: 200, body: Type.Object({ ok: Type.Boolean() }) },
+  },
   computerBatch: {
     method: 'POST',
     url: '/browsers/:id/computer/batch',

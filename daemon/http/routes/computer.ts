@@ -15,6 +15,7 @@ export function computerHandlers(
   | 'computerBatch'
   | 'computerReadClipboard'
   | 'computerWriteClipboard'
+  | 'computerSetCursor'
 > {
   return {
     computerDragMouse: ({ org, params, body }) => computer.dragMouse(org, params.id, body),
@@ -28,5 +29,6 @@ export function computerHandlers(
     computerBatch: ({ org, params, body }) => computer.batch(org, params.id, body),
     computerReadClipboard: ({ org, params }) => computer.readClipboard(org, params.id),
     computerWriteClipboard: ({ org, params, body }) => computer.writeClipboard(org, params.id, body.text),
+    computerSetCursor: ({ org, params, body }) => computer.setCursor(org, params.id, body.hidden),
   };
 }
