@@ -190,7 +190,7 @@ describe('invocations', () => {
     assert.ok(title.length > 0);
     const session = await d.api('GET', `/browsers/${session_id}?include_deleted=true`);
     assert.equal(session.body.invocation_id, titled.id, 'the browser the action made belongs to its invocation');
-    assert.ok(session.body.deleted_at);
+    assert.ok(session.body.deleted_at, 'the action deleted it itself');
   });
 
   test('async invocations move queued -> running -> terminal, as the SDK follow sees them', { timeout: 300_000 }, async () => {
@@ -318,14 +318,26 @@ describe('invocations', () => {
     const foreign = await d.api('POST', '/browsers', { headless: true, invocation_id: id }, otherKey);
     assert.equal(foreign.status, 404, "another org's invocation is not found");
 
-    // An action that ends by itself ends its browsers too.
+    // An action that succeeds leaves its browsers running (listed still, until DELETE .../browsers);
+    // one that fails by itself ends them.
     const short = await invoke('sleep', { async: true, payload: '{"ms":20000}' });
     await waitFor(async () => (await kernel.invocations.retrieve(short.body.id)).status === 'running', 60_000, 'running');
     const tied = await d.api('POST', '/browsers', { headless: true, invocation_id: short.body.id });
     assert.equal(tied.status, 200, tied.text);
     const seen = await followAll(kernel, short.body.id);
     assert.equal(seen.final.status, 'succeeded');
+    assert.equal((await d.api('GET', `/browsers/${tied.body.session_id}`)).status, 200, 'alive after the success');
+    assert.deepEqual((await kernel.invocations.listBrowsers(short.body.id)).browsers.map((b) => b.session_id), [tied.body.session_id]);
+    assert.equal((await d.api('POST', '/browsers', { headless: true, invocation_id: short.body.id })).status, 409, 'but it takes no new ones');
+    assert.equal((await d.api('DELETE', `/invocations/${short.body.id}/browsers`)).status, 204);
     assert.ok((await d.api('GET', `/browsers/${tied.body.session_id}?include_deleted=true`)).body.deleted_at);
+
+    const failing = await invoke('sleep', { async: true, payload: '{"ms":600000}', async_timeout_seconds: 10 });
+    await waitFor(async () => (await kernel.invocations.retrieve(failing.body.id)).status === 'running', 60_000, 'running');
+    const doomed = await d.api('POST', '/browsers', { headless: true, invocation_id: failing.body.id });
+    assert.equal(doomed.status, 200, doomed.text);
+    assert.equal((await followAll(kernel, failing.body.id)).final.status, 'failed');
+    assert.ok((await d.api('GET', `/browsers/${doomed.body.session_id}?include_deleted=true`)).body.deleted_at, 'ended with the failed action');
   });
 
   test('crashing, aborting and memory-hungry actions fail their invocation; the daemon serves on', { timeout: 300_000 }, async () => {

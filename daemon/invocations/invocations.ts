@@ -326,7 +326,7 @@ export class Invocations implements SessionFeature {
   }
 
   /**
-   * Stops the child and the invocation's browsers, then records the end. A PATCH, timeout or daemon
+   * Stops the child (and, when it failed, the invocation's browsers), then records the end. A PATCH, timeout or daemon
    * stop waits until nothing of the action runs; when the action returned by itself, the /proc
    * sweep for descendants that left its process group (tens of ms) goes on after the answer.
    */
@@ -337,7 +337,10 @@ export class Invocations implements SessionFeature {
       const stopping = inv.run?.stop();
       if (end.fromChild && stopping) this.sweepInBackground(stopping);
       else await stopping;
-      await this.endBrowsers(record.id);
+      // A succeeded action's browsers live on, as on Kernel (an action may prepare a logged-in
+      // browser for a person or a later step): until DELETE .../browsers, a PATCH to failed, their
+      // own inactivity timeout or their DELETE. A failed one (error, timeout, PATCH, stop) takes them along.
+      if (end.status === 'failed') await this.endBrowsers(record.id);
     } catch (err) {
       this.deps.log('invocation cleanup failed', { invocation: record.id, error: String(err) });
     }
