@@ -16,6 +16,8 @@ import { processHandlers } from './http/routes/process.js';
 import { playwrightHandlers } from './http/routes/playwright.js';
 import { logHandlers } from './http/routes/logs.js';
 import { curlHandlers } from './http/routes/curl.js';
+import { replayHandlers } from './http/routes/replays.js';
+import { ReplayRecorder } from './replays/recorder.js';
 import { fsHandlers } from './http/routes/fs.js';
 import { poolHandlers } from './http/routes/pools.js';
 import { systemHandlers } from './http/routes/system.js';
@@ -123,6 +125,15 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   await invocations.recover();
   const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, log: opts.log });
+  const replays = new ReplayRecorder({
+    dir: paths.replaysDir,
+    publicUrl,
+    tokens,
+    maxMegabytes: Number(process.env.RBROWSE_REPLAY_MAX_MB) || 1024,
+    log: opts.log,
+  });
+  // A session's replays are kept as long as the history keeps the session.
+  await replays.prune(retention.maxAgeMs);
   const admission = new LaunchAdmission(admissionLimits());
   opts.log('browser launches admitted', { ...admission.limits });
   // The standby set launches through the session manager, which takes from it: built around each other.
@@ -141,7 +152,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     publicUrl,
     log: opts.log,
     // Order matters: the profile's user data is in place before extensions and the rest launch.
-    features: [profiles, extensions, proxies, stealth, invocations],
+    features: [profiles, extensions, proxies, stealth, invocations, replays],
     runtime: {
       home: opts.home,
       sessionsDir: paths.sessionsDir,
@@ -167,7 +178,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     auth,
     log: opts.log,
     handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions), ...poolHandlers(pools),
-      ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...computerHandlers(new ComputerControl(sessions)),
+      ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
   });
@@ -204,6 +215,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       admission.close();
       await standby.close();
       await sessions.endAll('daemon_stop');
+      await replays.close();
       await server.close();
       await Promise.all([sessionHistory.close(), invocationHistory.close()]);
     },

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import { readOrCreateSecret } from './auth.js';
 
-/** cdp: the CDP websocket; live: the live view. A live-view URL handed to a watcher must not drive CDP. */
-export type TokenScope = 'cdp' | 'live';
+/** cdp: the CDP websocket; live: the live view (a URL handed to a watcher must not drive CDP); replay: watching a session's replays. */
+export type TokenScope = 'cdp' | 'live' | 'replay';
 
 export interface SessionClaims {
   session: { id: string; org_id: string };

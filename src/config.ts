@@ -25,6 +25,8 @@ export function homePaths(home: string) {
     extensionsDir: join(home, 'extensions'),
     /** Deployed app code, one directory per deployment. */
     appsDir: join(home, 'apps'),
+    /** Replays (mp4 and a JSON record each), one directory per session; they outlive it. */
+    replaysDir: join(home, 'replays'),
     credentialsDir: credentials,
     apiKeyFile: join(credentials, 'api-key'),
     adminTokenFile: join(credentials, 'admin-token'),

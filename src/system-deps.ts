@@ -59,6 +59,7 @@ export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'zip', why: 'zips of session directories', apt: 'zip', find: () => which('zip') },
   { name: 'bwrap', why: 'per-session filesystem isolation', apt: 'bubblewrap', find: () => which('bwrap') },
   { name: 'inotifywait', why: 'filesystem watches inside sessions', apt: 'inotify-tools', find: () => which('inotifywait') },
+  { name: 'ffmpeg', why: 'replays (recordings of session screens)', apt: 'ffmpeg', find: () => which('ffmpeg') },
   { name: 'unclutter', why: 'hiding the mouse cursor of headful sessions', apt: 'unclutter-xfixes', find: () => which('unclutter') },
   { name: 'tmux', why: 'the tests of rbrowse watch and other terminal output (a real terminal)', apt: 'tmux', find: () => which('tmux') },
   {

@@ -11,6 +11,7 @@ import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
 import { playwrightRoutes } from './playwright.js';
 import { curlRoutes } from './curl.js';
+import { replayRoutes } from './replays.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -475,6 +476,7 @@ export const routes = {
   ...processRoutes,
   ...playwrightRoutes,
   ...curlRoutes,
+  ...replayRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;
