@@ -23,3 +23,21 @@ export async function* sseEvents<T>(url: string, apiKey: string | undefined, sig
     controller.abort();
   }
 }
+
+/**
+ * Follows a stream until it ends, `onEvent` answers true, or the user interrupts (Ctrl-C,
+ * SIGTERM), which is no error: `rbrowse logs -f`, `fs watch`, `process output`.
+ */
+export async function followUntilInterrupted<T>(url: string, apiKey: string | undefined, onEvent: (event: T) => boolean | void): Promise<void> {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop).once('SIGTERM', stop);
+  try {
+    for await (const event of sseEvents<T>(url, apiKey, controller.signal)) if (onEvent(event)) break;
+  } catch (err) {
+    if (!controller.signal.aborted) throw err;
+  } finally {
+    process.off('SIGINT', stop).off('SIGTERM', stop);
+    controller.abort();
+  }
+}

@@ -1,13 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
+import { positiveInt } from '../arg-parsers.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printJson } from '../output.js';
-
-const int = (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number');
-  return n;
-};
 
 /** `Name: value`, repeatable, into one object. */
 function header(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -26,7 +21,7 @@ export function curlCommand(): Command {
     .option('-H, --header <header>', '"Name: value" (repeatable)', header)
     .option('-d, --body <body>', 'request body')
     .option('--response-encoding <encoding>', 'utf8 or base64')
-    .option('--timeout-ms <ms>', 'give up after this long (default 30000)', int)
+    .option('--timeout-ms <ms>', 'give up after this long (default 30000)', positiveInt)
     .option('--json', 'print the API object (status, headers, body)')
     .addHelpText('after', '\nExample:\n  rbrowse curl my-session https://example.com/api/me -H "Accept: application/json"')
     .action(async (id: string, url: string, o, cmd: Command) => {

@@ -7,7 +7,7 @@ import { apiError } from '../api-error.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { age, printFields, printJson, printList } from '../output.js';
-import { sseEvents } from '../sse.js';
+import { followUntilInterrupted } from '../sse.js';
 
 /** `LOCAL:DEST` pairs of `fs upload`. */
 function uploadPair(value: string, previous: { local: string; dest: string }[] = []) {
@@ -169,18 +169,12 @@ export function fsCommand(): Command {
     .action(async (id: string, path: string, o, cmd: Command) => {
       const client = await clientFor(cmd);
       const { watch_id } = await client.call('fsWatchStart', { params: { id }, body: { path, ...(o.recursive ? { recursive: true } : {}) } });
-      const controller = new AbortController();
-      const stop = () => controller.abort();
-      process.once('SIGINT', stop).once('SIGTERM', stop);
       const url = new URL(`/browsers/${encodeURIComponent(id)}/fs/watch/${encodeURIComponent(watch_id)}/events`, client.baseUrl);
       type FsEvent = { event: string; type: string; path: string; is_dir: boolean };
       try {
-        for await (const ev of sseEvents<FsEvent>(url.href, client.apiKey, controller.signal)) {
-          if (ev.event !== 'fs_event') continue;
-          console.log(o.json ? JSON.stringify(ev) : `${ev.type.padEnd(6)} ${ev.path}${ev.is_dir ? '/' : ''}`);
-        }
-      } catch (err) {
-        if (!controller.signal.aborted) throw err;
+        await followUntilInterrupted<FsEvent>(url.href, client.apiKey, (ev) => {
+          if (ev.event === 'fs_event') console.log(o.json ? JSON.stringify(ev) : `${ev.type.padEnd(6)} ${ev.path}${ev.is_dir ? '/' : ''}`);
+        });
       } finally {
         await client.call('fsWatchStop', { params: { id, watch_id } }).catch(() => {});
       }

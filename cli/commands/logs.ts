@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
-import { sseEvents } from '../sse.js';
+import { followUntilInterrupted } from '../sse.js';
 
 /** `rbrowse logs ID`: its Chromium's log (or a file in it with --path); -f keeps following. */
 export function logsCommand(): Command {
@@ -21,15 +21,8 @@ export function logsCommand(): Command {
         ...(o.path ? { path: o.path } : { supervisor_process: o.supervisorProcess }),
       });
       const url = new URL(`/browsers/${encodeURIComponent(id)}/logs/stream?${query}`, client.baseUrl);
-      const controller = new AbortController();
-      const stop = () => controller.abort();
-      process.once('SIGINT', stop).once('SIGTERM', stop);
-      try {
-        for await (const ev of sseEvents<{ event: string; message: string }>(url.href, client.apiKey, controller.signal)) {
-          if (ev.event === 'log') console.log(o.json ? JSON.stringify(ev) : ev.message);
-        }
-      } catch (err) {
-        if (!controller.signal.aborted) throw err;
-      }
+      await followUntilInterrupted<{ event: string; message: string }>(url.href, client.apiKey, (ev) => {
+        if (ev.event === 'log') console.log(o.json ? JSON.stringify(ev) : ev.message);
+      });
     });
 }

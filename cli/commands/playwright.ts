@@ -1,14 +1,9 @@
 import { text } from 'node:stream/consumers';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { positiveInt } from '../arg-parsers.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printJson } from '../output.js';
-
-const int = (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number');
-  return n;
-};
 
 /** `rbrowse playwright ID [CODE]`: runs the code (or this command's input) and prints its result. */
 export function playwrightCommand(): Command {
@@ -16,7 +11,7 @@ export function playwrightCommand(): Command {
     .description("run Playwright code against a session's browser (page, context and browser are given; return a value)")
     .argument('<id>', 'session id or name')
     .argument('[code]', 'the code; read from standard input when left out')
-    .option('--timeout-sec <seconds>', 'stop it after this many seconds (default 60)', int)
+    .option('--timeout-sec <seconds>', 'stop it after this many seconds (default 60)', positiveInt)
     .option('--json', 'print the API object')
     .addHelpText('after', `\nExamples:\n  rbrowse playwright my-session "await page.goto('https://example.com'); return page.title();"\n  rbrowse playwright my-session < scrape.ts`)
     .action(async (id: string, code: string | undefined, o, cmd: Command) => {

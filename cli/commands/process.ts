@@ -1,16 +1,11 @@
 import { text } from 'node:stream/consumers';
 import { Command, InvalidArgumentError } from 'commander';
 import type { ProcessExecBody } from '../../src/api/process.js';
+import { positiveInt } from '../arg-parsers.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printFields, printJson } from '../output.js';
-import { sseEvents } from '../sse.js';
-
-const int = (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number');
-  return n;
-};
+import { followUntilInterrupted } from '../sse.js';
 
 /** `KEY=VALUE`, repeatable, into one object. */
 function envPair(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -26,7 +21,7 @@ function processOptions(cmd: Command): Command {
     .argument('<command...>', 'the program and its arguments (put them after --)')
     .option('--cwd <path>', 'working directory inside the session (default /home/kernel)')
     .option('--env <KEY=VALUE>', 'an environment variable (repeatable)', envPair)
-    .option('--timeout-sec <seconds>', 'kill it after this many seconds (exit code 124)', int)
+    .option('--timeout-sec <seconds>', 'kill it after this many seconds (exit code 124)', positiveInt)
     .option('--as-user <user>', "the session's user (kernel or its uid; others are refused)")
     .option('--as-root', 'refused: processes run as the session user');
 }
@@ -67,8 +62,8 @@ export function processCommand(): Command {
   covers(processOptions(cmd.command('spawn')), 'processSpawn')
     .description('start a command in the background; prints its process id')
     .option('--allocate-tty', 'run it on a pseudo-terminal')
-    .option('--rows <n>', 'terminal rows (default 24)', int)
-    .option('--cols <n>', 'terminal columns (default 80)', int)
+    .option('--rows <n>', 'terminal rows (default 24)', positiveInt)
+    .option('--cols <n>', 'terminal columns (default 80)', positiveInt)
     .option('--json', 'print the API object')
     .addHelpText('after', '\nExample:\n  rbrowse process spawn my-session -- python3 -m http.server 8000')
     .action(async (id: string, argv: string[], o, c: Command) => {
@@ -124,8 +119,8 @@ export function processCommand(): Command {
     .description("resize a process's pseudo-terminal")
     .argument('<id>', 'session id or name')
     .argument('<process_id>', 'the id spawn printed')
-    .requiredOption('--rows <n>', 'rows', int)
-    .requiredOption('--cols <n>', 'columns', int)
+    .requiredOption('--rows <n>', 'rows', positiveInt)
+    .requiredOption('--cols <n>', 'columns', positiveInt)
     .option('--json', 'print the API object')
     .addHelpText('after', '\nExample:\n  rbrowse process resize my-session 6f1c... --rows 40 --cols 120')
     .action(async (id: string, processId: string, o, c: Command) => {
@@ -142,17 +137,14 @@ export function processCommand(): Command {
     .action(async (id: string, processId: string, o, c: Command) => {
       const client = await clientFor(c);
       const url = new URL(`/browsers/${encodeURIComponent(id)}/process/${encodeURIComponent(processId)}/stdout/stream`, client.baseUrl);
-      const controller = new AbortController();
       type Event = { event: string; stream?: 'stdout' | 'stderr'; data_b64?: string; exit_code?: number };
-      for await (const ev of sseEvents<Event>(url.href, client.apiKey, controller.signal)) {
+      await followUntilInterrupted<Event>(url.href, client.apiKey, (ev) => {
         if (o.json) console.log(JSON.stringify(ev));
         else if (ev.event === 'output') process[ev.stream ?? 'stdout'].write(Buffer.from(ev.data_b64 ?? '', 'base64'));
-        if (ev.event === 'exit') {
-          process.exitCode = ev.exit_code ?? 1;
-          break;
-        }
-      }
-      controller.abort();
+        if (ev.event !== 'exit') return false;
+        process.exitCode = ev.exit_code ?? 1;
+        return true;
+      });
     });
   return cmd;
 }

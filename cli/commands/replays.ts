@@ -1,14 +1,9 @@
 import { writeFile } from 'node:fs/promises';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { positiveInt } from '../arg-parsers.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { age, printJson, printList } from '../output.js';
-
-const int = (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive whole number');
-  return n;
-};
 
 /** `rbrowse replays ...`: recordings of a session's screen. */
 export function replaysCommand(): Command {
@@ -31,8 +26,8 @@ export function replaysCommand(): Command {
   covers(cmd.command('start'), 'startReplay')
     .description("start recording the session's screen; prints the replay id")
     .argument('<id>', 'session id or name')
-    .option('--framerate <fps>', 'frames per second (default 10)', int)
-    .option('--max-duration-in-seconds <s>', 'stop by itself after this long', int)
+    .option('--framerate <fps>', 'frames per second (default 10)', positiveInt)
+    .option('--max-duration-in-seconds <s>', 'stop by itself after this long', positiveInt)
     .option('--json', 'print the API object')
     .addHelpText('after', '\nExample:\n  rbrowse replays start my-session --framerate 15')
     .action(async (id: string, o, c: Command) => {
