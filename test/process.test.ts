@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import Kernel from '@onkernel/sdk';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
@@ -86,6 +87,30 @@ describe('processes in a session', () => {
       assert.equal(r.exit_code, 124);
       assert.equal(text(r.stdout_b64), 'before\n');
       assert.ok(Date.now() - started < 20_000, 'it did not wait for the sleep');
+    });
+  });
+
+  test('exec: a client that hangs up takes its command along; one kept-alive connection serves many', async () => {
+    await withSession(async (id) => {
+      const aborted = new AbortController();
+      const call = fetch(`${d.baseUrl}/browsers/${id}/process/exec`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ command: 'sh', args: ['-c', 'echo started > /tmp/hangup; exec sleep 300'] }),
+        signal: aborted.signal,
+      }).catch(() => null);
+      await waitFor(async () => (await kernel.browsers.fs.fileInfo(id, { path: '/tmp/hangup' }).catch(() => null)) !== null, 10_000, 'the command to start');
+      const sleeping = async () => {
+        const pids = await findMarkedProcesses(d.home, id);
+        const comms = await Promise.all(pids.map((p) => readFile(`/proc/${p}/comm`, 'utf8').catch(() => '')));
+        return comms.filter((c) => c.trim() === 'sleep').length;
+      };
+      assert.equal(await sleeping(), 1);
+      aborted.abort();
+      await call;
+      await waitFor(async () => (await sleeping()) === 0, 10_000, 'the command to be killed');
+      // Many execs over one kept-alive connection (the SDK's): nothing piles up per request.
+      for (let i = 0; i < 15; i++) assert.equal((await kernel.browsers.process.exec(id, { command: 'true' })).exit_code, 0);
     });
   });
 

@@ -86,6 +86,8 @@ export async function browserCurl(wsUrl: string, req: CurlRequest): Promise<Curl
         })().catch(reject);
       });
     });
+    // It may still fail after the timeout answered: nobody waits for it then.
+    outcome.catch(() => {});
     await send('Network.enable');
     await send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }, { urlPattern: '*', requestStage: 'Response' }] });
     // A navigation the browser itself starts (as if typed): first-party, so every cookie of the site

@@ -244,7 +244,8 @@ export class ReplayRecorder implements SessionFeature {
   /** When ffmpeg ends: the fragmented file becomes the final mp4 (index first), and the record says it finished. */
   private async afterExit(recording: Recording, part: string): Promise<void> {
     const { record } = recording;
-    const killer = setTimeout(() => recording.ffmpeg.kill('SIGKILL'), 4 * 3600_000 + 60_000);
+    // ffmpeg's -t and -fs end it; this only guards against one that hangs.
+    const killer = setTimeout(() => recording.ffmpeg.kill('SIGKILL'), 4 * 3600_000 + 60_000).unref();
     await recording.ffmpeg;
     clearTimeout(killer);
     const final = join(this.deps.dir, record.session_id, `${record.replay_id}.mp4`);

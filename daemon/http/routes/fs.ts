@@ -87,7 +87,7 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
         const watch = s.watches.get(params.watch_id);
         const stream = new EventStream();
         // A reader is a connected client: the session stays active while one follows a watch.
-        stream.onClose(s.hold('api'));
+        stream.onClose(s.hold('api', () => stream.end()));
         watch.read(stream);
         return stream.open(reply);
       }),

@@ -5,7 +5,7 @@ import { clientGone } from './process.js';
 
 export function playwrightHandlers(sessions: SessionManager): HandlerGroup<'playwrightExecute'> {
   return {
-    playwrightExecute: ({ org, params, body, request }) =>
-      sessions.withSession(org, params.id, (s) => executePlaywright(s, sessions.cdpUrl(s), body, clientGone(request))),
+    playwrightExecute: ({ org, params, body, reply }) =>
+      sessions.withSession(org, params.id, (s) => executePlaywright(s, sessions.cdpUrl(s), body, clientGone(reply))),
   };
 }

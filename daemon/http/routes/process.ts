@@ -1,14 +1,18 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { BadRequestError } from '../../../src/errors.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { EventStream } from '../sse.js';
 import type { HandlerGroup } from '../handlers.js';
 
-/** Aborts when the client hangs up: what it started ends rather than running on unseen. */
-export function clientGone(request: FastifyRequest): AbortSignal {
+/**
+ * Aborts when the client hangs up before its answer: what it started ends rather than running on
+ * unseen. (The response's own close event: a listener on a kept-alive socket would pile up.)
+ */
+export function clientGone(reply: FastifyReply): AbortSignal {
   const aborted = new AbortController();
-  request.raw.once('close', () => aborted.abort());
-  request.raw.socket?.once('close', () => aborted.abort());
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) aborted.abort();
+  });
   return aborted.signal;
 }
 
@@ -18,7 +22,7 @@ type ProcessOps = 'processExec' | 'processSpawn' | 'processStatus' | 'processStd
 export function processHandlers(sessions: SessionManager): HandlerGroup<ProcessOps> {
   const inSession = sessions.withSession.bind(sessions);
   return {
-    processExec: ({ org, params, body, request }) => inSession(org, params.id, (s) => s.processes.exec(body, clientGone(request))),
+    processExec: ({ org, params, body, reply }) => inSession(org, params.id, (s) => s.processes.exec(body, clientGone(reply))),
     processSpawn: ({ org, params, body }) => inSession(org, params.id, async (s) => s.processes.spawn(body)),
     processStatus: ({ org, params }) => inSession(org, params.id, (s) => s.processes.get(params.process_id).status()),
     processStdin: ({ org, params, body }) =>
