@@ -320,10 +320,14 @@ describe('filesystem inside a session', () => {
     })();
     const has = (type: string, path: string, isDir = false) => () => seen.some((e) => e.type === type && e.path === path && e.is_dir === isDir);
     await waitFor(has('CREATE', '/home/kernel/watched/api.txt'), 10_000, 'the API write');
-    await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'mkdir /home/kernel/watched/sub && echo x > /home/kernel/watched/sub/proc.txt'] });
+    // At once, in one go: what is made in a new directory before inotify watches it is found too.
+    await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'mkdir -p /home/kernel/watched/sub/deeper && echo x > /home/kernel/watched/sub/proc.txt && echo y > /home/kernel/watched/sub/deeper/d.txt'] });
     await waitFor(has('CREATE', '/home/kernel/watched/sub', true), 10_000, 'the new directory');
     await waitFor(has('CREATE', '/home/kernel/watched/sub/proc.txt'), 10_000, 'a file written by a process in it (recursion)');
-    await waitFor(has('WRITE', '/home/kernel/watched/sub/proc.txt'), 10_000, 'its content');
+    await waitFor(has('CREATE', '/home/kernel/watched/sub/deeper/d.txt'), 10_000, 'a file two new directories down');
+    assert.equal(seen.filter((e) => e.type === 'CREATE' && e.path === '/home/kernel/watched/sub/proc.txt').length, 1, 'reported once');
+    await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'echo more >> /home/kernel/watched/api.txt'] });
+    await waitFor(has('WRITE', '/home/kernel/watched/api.txt'), 10_000, 'a write to a watched file');
     assert.equal((await fs(id, 'move', { src_path: '/home/kernel/watched/sub/proc.txt', dest_path: '/home/kernel/watched/moved.txt' })).status, 204);
     await waitFor(has('RENAME', '/home/kernel/watched/sub/proc.txt'), 10_000, 'the rename');
     await waitFor(has('CREATE', '/home/kernel/watched/moved.txt'), 10_000, 'the new name');

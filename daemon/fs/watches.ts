@@ -50,22 +50,38 @@ async function* records(stdout: Readable): AsyncGenerator<FsEvent> {
   }
 }
 
+/** How long a CREATE is remembered, so the scan of a new directory and inotify do not both report one entry. */
+const DEDUP_MS = 5000;
+
 class Watch {
   private readonly queue: FsEvent[] = [];
   private readonly readers = new Set<EventStream>();
+  private readonly created = new Map<string, number>();
   private ended = false;
 
   constructor(
     readonly id: string,
     readonly child: ResultPromise,
+    private readonly scan?: (dir: string) => Promise<FsEvent[]>,
   ) {
     void (async () => {
-      for await (const event of records(child.stdout as Readable)) this.emit(event);
+      for await (const event of records(child.stdout as Readable)) {
+        this.emit(event);
+        // inotify watches a new directory only once it is told of it: what was made in it before
+        // that (mkdir -p a/b && echo > a/b/c) is found by listing it.
+        if (this.scan && event.type === 'CREATE' && event.is_dir) void this.scan(event.path).then((found) => found.forEach((e) => this.emit(e)), () => {});
+      }
     })().catch(() => {});
     void child.finally(() => this.end());
   }
 
   private emit(event: FsEvent): void {
+    if (event.type === 'CREATE') {
+      const now = Date.now();
+      for (const [path, at] of this.created) if (now - at > DEDUP_MS) this.created.delete(path);
+      if (this.created.has(event.path)) return;
+      this.created.set(event.path, now);
+    }
     if (this.readers.size === 0) {
       this.queue.push(event);
       if (this.queue.length > QUEUE_MAX) this.queue.shift();
@@ -111,7 +127,7 @@ export class SessionWatches {
       ...(recursive ? ['--recursive'] : []), '--', path,
     ]);
     await this.established(child, path);
-    const watch = new Watch(newId(), child);
+    const watch = new Watch(newId(), child, recursive ? (dir) => this.list(dir) : undefined);
     this.watches.set(watch.id, watch);
     void child.finally(() => this.watches.delete(watch.id));
     return watch.id;
@@ -126,6 +142,21 @@ export class SessionWatches {
   stop(id: string): void {
     this.get(id).stop();
     this.watches.delete(id);
+  }
+
+  /** The entries below a directory, as CREATE events, listed in the namespace like the watch itself. */
+  private async list(dir: string): Promise<FsEvent[]> {
+    const child = this.helper(['find', dir, '-mindepth', '1', '-printf', '%y\\0%p\\0']);
+    const out: Buffer[] = [];
+    child.stdout!.on('data', (c: Buffer) => out.push(c));
+    await child;
+    const parts = Buffer.concat(out).toString().split('\0');
+    const events: FsEvent[] = [];
+    for (let i = 0; i + 1 < parts.length; i += 2) {
+      const path = parts[i + 1]!;
+      events.push({ type: 'CREATE', path, name: path.slice(path.lastIndexOf('/') + 1), is_dir: parts[i] === 'd' });
+    }
+    return events;
   }
 
   /** Resolves once inotifywait says its watches are in place; its failure (a missing path) is the request's. */
