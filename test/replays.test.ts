@@ -120,12 +120,17 @@ describe('replays', () => {
     const { session_id: id } = await kernel.browsers.create({ headless: true, viewport: { width: 1024, height: 768 } });
     assert.equal((await d.api('POST', `/browsers/${id}/replays`, { framerate: 0 })).status, 400);
     assert.equal((await d.api('POST', `/browsers/${id}/replays`, { record_audio: true })).status, 400);
+    // Two starts at once: one records, the other is refused.
+    const both = await Promise.all([0, 1].map(() => d.api('POST', `/browsers/${id}/replays`, { framerate: 5 })));
+    assert.deepEqual(both.map((r) => r.status).sort(), [200, 409]);
+    const first = both.find((r) => r.status === 200)!.body.replay_id as string;
+    assert.equal((await d.api('POST', `/browsers/${id}/replays/${first}/stop`)).status, 204);
     const start = await d.cli(['replays', 'start', id, '--framerate', '5']);
     assert.equal(start.exitCode, 0, start.stderr);
     const rid = start.stdout.trim();
     await sleep(1000);
     assert.equal((await d.cli(['replays', 'stop', id, rid])).exitCode, 0);
-    assert.equal((await d.cli(['replays', 'list', id, '-q'])).stdout.trim(), rid);
+    assert.deepEqual((await d.cli(['replays', 'list', id, '-q'])).stdout.trim().split('\n'), [first, rid]);
     const out = join(scratch, 'cli.mp4');
     const dl = await d.cli(['replays', 'download', id, rid, '-o', out]);
     assert.equal(dl.exitCode, 0, dl.stderr);

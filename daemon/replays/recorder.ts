@@ -55,6 +55,7 @@ interface Recording {
  */
 export class ReplayRecorder implements SessionFeature {
   private readonly recordings = new Map<string, Recording>();
+  private readonly starting = new Set<string>();
 
   constructor(private readonly deps: ReplayRecorderDeps) {}
 
@@ -69,7 +70,19 @@ export class ReplayRecorder implements SessionFeature {
 
   async start(session: LiveSession, body: ReplayStartBody): Promise<Replay> {
     if (body.record_audio) throw BadRequestError.field('record_audio', 'sessions have no audio here');
-    if (this.recordings.has(session.id)) throw new ConflictError(`session ${session.id} is already recording (stop that replay first)`);
+    if (this.recordings.has(session.id) || this.starting.has(session.id)) {
+      throw new ConflictError(`session ${session.id} is already recording (stop that replay first)`);
+    }
+    // Held from here, through the awaits below, so two starts at once cannot both begin.
+    this.starting.add(session.id);
+    try {
+      return await this.begin(session, body);
+    } finally {
+      this.starting.delete(session.id);
+    }
+  }
+
+  private async begin(session: LiveSession, body: ReplayStartBody): Promise<Replay> {
     const framerate = body.framerate ?? DEFAULT_FRAMERATE;
     const record: ReplayRecord = {
       replay_id: newId(),

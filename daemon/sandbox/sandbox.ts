@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { lchown, readdir } from 'node:fs/promises';
-import { isAbsolute, join, relative } from 'node:path';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 
 /** The paths a session's browser (and the filesystem API) sees as its own, writable ones. */
 export const SANDBOX_HOME = '/home/kernel';
@@ -142,7 +142,8 @@ export class Sandbox {
       '--bind', roots.home, SANDBOX_HOME,
       '--bind', roots.tmp, SANDBOX_TMP,
       ...x11.flatMap((sock) => ['--ro-bind', sock, sock]),
-      ...readOnly.flatMap((dir) => ['--ro-bind', dir, dir]),
+      // bwrap would make a missing parent (under the session's /tmp, say) 0700 and root's: made 0755 first.
+      ...readOnly.flatMap((dir) => [...ancestors(dir).flatMap((p) => ['--perms', '0755', '--dir', p]), '--ro-bind', dir, dir]),
       ...hiddenBelow.flatMap((m) => ['--tmpfs', m]),
       '--chdir', opts.chdir ?? SANDBOX_HOME,
       '--',
@@ -178,6 +179,13 @@ export class Sandbox {
   homePath(roots: SessionRoots, ...parts: string[]): string {
     return join(this.enabled ? SANDBOX_HOME : roots.home, ...parts);
   }
+}
+
+/** /a/b/c -> [/a, /a/b]. */
+function ancestors(dir: string): string[] {
+  const out: string[] = [];
+  for (let p = dirname(dir); p !== '/' && p !== '.'; p = dirname(p)) out.unshift(p);
+  return out;
 }
 
 function browserUser(env: NodeJS.ProcessEnv): BrowserUser {
