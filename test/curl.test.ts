@@ -62,6 +62,8 @@ describe('browser curl', () => {
     assert.equal(redirected.status, 200);
     assert.match(redirected.body, /<html/i);
 
+    const empty = await kernel.browsers.curl(id, { url: `${fixtures.url}/no-content`, method: 'DELETE' });
+    assert.deepEqual([empty.status, empty.body], [204, '']);
     const head = await kernel.browsers.curl(id, { url: `${fixtures.url}/hello.html`, method: 'HEAD' });
     assert.deepEqual([head.status, head.body], [200, '']);
     const b64 = await kernel.browsers.curl(id, { url: `${fixtures.url}/set-cookie`, response_encoding: 'base64' });

@@ -333,6 +333,9 @@ describe('filesystem inside a session', () => {
     await waitFor(has('CREATE', '/home/kernel/watched/moved.txt'), 10_000, 'the new name');
     assert.equal((await fs(id, 'delete_file', { path: '/home/kernel/watched/moved.txt' })).status, 204);
     await waitFor(has('DELETE', '/home/kernel/watched/moved.txt'), 10_000, 'the delete');
+    // Made again at once: a new CREATE, not taken for the one before.
+    await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'echo again > /home/kernel/watched/moved.txt'] });
+    await waitFor(() => seen.filter((e) => e.type === 'CREATE' && e.path === '/home/kernel/watched/moved.txt').length === 2, 10_000, 'the second CREATE');
     const ev = seen.find((e) => e.path === '/home/kernel/watched/api.txt');
     assert.deepEqual(Object.keys(ev).sort(), ['event', 'is_dir', 'name', 'path', 'type']);
     assert.equal(ev.name, 'api.txt');

@@ -1,3 +1,4 @@
+import { ApiError, ServiceUnavailableError } from '../../src/errors.js';
 import { cdpCommands } from '../browser/chromium.js';
 
 /**
@@ -8,6 +9,15 @@ import { cdpCommands } from '../browser/chromium.js';
  * which about:blank is not), and gone when the call returns. The same for headful and headless.
  */
 async function withClipboardPage<T>(wsUrl: string, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
+  try {
+    return await clipboardPage(wsUrl, run);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ServiceUnavailableError(`the browser's clipboard could not be reached (${err instanceof Error ? err.message : String(err)})`);
+  }
+}
+
+async function clipboardPage<T>(wsUrl: string, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
   let result!: T;
   await cdpCommands(wsUrl, async (send) => {
     const { browserContextId } = await send('Target.createBrowserContext', { disposeOnDetach: true });
@@ -19,7 +29,7 @@ async function withClipboardPage<T>(wsUrl: string, run: (evaluate: (expression: 
       await send('Emulation.setFocusEmulationEnabled', { enabled: true }, sessionId);
       result = await run(async (expression) => {
         const r = await send('Runtime.evaluate', { expression, awaitPromise: true, userGesture: true, returnByValue: true }, sessionId);
-        if (r.exceptionDetails) throw new Error(`the clipboard refused: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
+        if (r.exceptionDetails) throw new ServiceUnavailableError(`the clipboard refused: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
         return r.result.value;
       });
     } finally {

@@ -41,6 +41,16 @@ const BROWSER_OWNED = new Set(['host', 'content-length', 'connection', 'cookie',
  * captures the final response (redirects are followed) instead of letting the page load it.
  */
 export async function browserCurl(wsUrl: string, req: CurlRequest): Promise<CurlResponse> {
+  try {
+    return await curlThroughBrowser(wsUrl, req);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The browser refusing a command is the session's condition, not a fault of the daemon.
+    throw new ServiceUnavailableError(`${req.url}: the browser could not make the request (${err instanceof Error ? err.message : String(err)})`);
+  }
+}
+
+async function curlThroughBrowser(wsUrl: string, req: CurlRequest): Promise<CurlResponse> {
   const started = Date.now();
   const cdp = await CdpClient.connect(wsUrl);
   let targetId: string | undefined;
@@ -78,7 +88,8 @@ export async function browserCurl(wsUrl: string, req: CurlRequest): Promise<Curl
           if (redirect) return void (await send('Fetch.continueRequest', { requestId: p.requestId }));
           const length = Number(responseHeaders['content-length']?.[0] ?? 0);
           if (length > CURL_BODY_MAX) throw tooLarge();
-          const body = req.method === 'HEAD' ? Buffer.alloc(0) : await responseBody(send, p.requestId);
+          const bodiless = req.method === 'HEAD' || [204, 205, 304].includes(p.responseStatusCode);
+          const body = bodiless ? Buffer.alloc(0) : await responseBody(send, p.requestId);
           if (body.length > CURL_BODY_MAX) throw tooLarge();
           resolve({ status: p.responseStatusCode, headers: responseHeaders, body, durationMs: Date.now() - started });
           // The page's own fetch gets nothing: it was only the vehicle.

@@ -76,6 +76,8 @@ class Watch {
   }
 
   private emit(event: FsEvent): void {
+    // A path removed or moved away may be made again: that CREATE is a new one.
+    if (event.type === 'DELETE' || event.type === 'RENAME') this.created.delete(event.path);
     if (event.type === 'CREATE') {
       const now = Date.now();
       for (const [path, at] of this.created) if (now - at > DEDUP_MS) this.created.delete(path);

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'n
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import type { Replay, ReplayStartBody } from '../../src/api/replays.js';
-import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
+import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { CdpClient } from '../cdp/cdp-client.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
@@ -77,6 +77,10 @@ export class ReplayRecorder implements SessionFeature {
     this.starting.add(session.id);
     try {
       return await this.begin(session, body);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // The browser refusing its screencast is the session's condition, not a fault of the daemon.
+      throw new ServiceUnavailableError(`the recording could not start: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       this.starting.delete(session.id);
     }

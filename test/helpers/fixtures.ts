@@ -49,6 +49,10 @@ export async function startFixtureServer(): Promise<{ url: string; requests: See
       return;
     }
     if (path === '/slow') return; // never answers; closeAllConnections ends it
+    if (path === '/no-content') {
+      res.writeHead(204).end();
+      return;
+    }
     if (path === '/big') {
       res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.alloc(17 * 1024 * 1024, 1));
       return;
