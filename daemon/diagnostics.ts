@@ -1,6 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { parentOf } from './browser/procs.js';
+import { children } from './process/proc-tree.js';
 
 /** How late the event loop ran its callbacks: every request waits at least this long. */
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
@@ -27,19 +27,9 @@ export async function daemonResources(sessions: number) {
     heap_used_bytes: memory.heapUsed,
     // readdir itself holds one descriptor while it reads.
     open_fds: Math.max(0, fds.length - 1),
-    children: await childCount(process.pid),
+    children: (await children(process.pid)).length,
     resources,
     sessions,
   };
 }
 
-async function childCount(pid: number): Promise<number> {
-  const entries = await readdir('/proc').catch(() => [] as string[]);
-  const parents = await Promise.all(
-    entries.filter((e) => /^\d+$/.test(e)).map(async (e) => {
-      const stat = await readFile(`/proc/${e}/stat`, 'latin1').catch(() => '');
-      return parentOf(stat);
-    }),
-  );
-  return parents.filter((p) => p === pid).length;
-}

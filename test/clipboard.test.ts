@@ -1,18 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import Kernel from '@onkernel/sdk';
+import type Kernel from '@onkernel/sdk';
 import { chromium, type Page } from 'playwright';
-import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { startSdkDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;
 let kernel: Kernel;
-before(async () => {
-  d = await startTestDaemon();
-  kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
-});
-after(async () => {
-  await d?.stop();
-});
+before(async () => ({ d, kernel } = await startSdkDaemon()));
+after(async () => d?.stop());
 
 const TEXT = 'héllo ✓ clipboard\nsecond line';
 

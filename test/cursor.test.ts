@@ -1,26 +1,15 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import Kernel from '@onkernel/sdk';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
-import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import type Kernel from '@onkernel/sdk';
+import { sessionProcessesNamed, startSdkDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;
 let kernel: Kernel;
-before(async () => {
-  d = await startTestDaemon();
-  kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
-});
-after(async () => {
-  await d?.stop();
-});
+before(async () => ({ d, kernel } = await startSdkDaemon()));
+after(async () => d?.stop());
 
 /** The session's cursor hiders: unclutter processes carrying the session's marker. */
-async function hiders(id: string): Promise<number[]> {
-  const pids = await findMarkedProcesses(d.home, id);
-  const named = await Promise.all(pids.map(async (pid) => ((await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim() === 'unclutter' ? pid : 0)));
-  return named.filter(Boolean);
-}
+const hiders = (id: string) => sessionProcessesNamed(d.home, id, 'unclutter');
 
 test('cursor: hidden runs an XFixes hider on the session display, shown again stops it; batch set_cursor too; headless is a no-op', async () => {
   const { session_id: id } = await kernel.browsers.create({ headless: false });

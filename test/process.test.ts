@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
-import Kernel from '@onkernel/sdk';
+import type Kernel from '@onkernel/sdk';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
-import { processesGone, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { processesGone, sessionProcessesNamed, sleep, startSdkDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;
 let kernel: Kernel;
-before(async () => {
-  d = await startTestDaemon();
-  kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
-});
-after(async () => {
-  await d?.stop();
-});
+before(async () => ({ d, kernel } = await startSdkDaemon()));
+after(async () => d?.stop());
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const text = (b64s: string | undefined) => Buffer.from(b64s ?? '', 'base64').toString();
@@ -86,6 +80,9 @@ describe('processes in a session', () => {
       const r = await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'echo before; sleep 60; echo after'], timeout_sec: 1 });
       assert.equal(r.exit_code, 124);
       assert.equal(text(r.stdout_b64), 'before\n');
+      // TERM first, to the program itself: its trap runs before the end.
+      const trapped = await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'trap "echo cleaned up; exit 1" TERM; while :; do sleep 0.1; done'], timeout_sec: 1 });
+      assert.deepEqual([trapped.exit_code, text(trapped.stdout_b64)], [124, 'cleaned up\n']);
       assert.ok(Date.now() - started < 20_000, 'it did not wait for the sleep');
     });
   });
@@ -100,11 +97,7 @@ describe('processes in a session', () => {
         signal: aborted.signal,
       }).catch(() => null);
       await waitFor(async () => (await kernel.browsers.fs.fileInfo(id, { path: '/tmp/hangup' }).catch(() => null)) !== null, 10_000, 'the command to start');
-      const sleeping = async () => {
-        const pids = await findMarkedProcesses(d.home, id);
-        const comms = await Promise.all(pids.map((p) => readFile(`/proc/${p}/comm`, 'utf8').catch(() => '')));
-        return comms.filter((c) => c.trim() === 'sleep').length;
-      };
+      const sleeping = async () => (await sessionProcessesNamed(d.home, id, 'sleep')).length;
       assert.equal(await sleeping(), 1);
       aborted.abort();
       await call;
@@ -216,6 +209,21 @@ describe('processes in a session', () => {
     await kernel.browsers.deleteByID(id);
     await processesGone(d.home, id);
     assert.deepEqual(await findMarkedProcesses(d.home, id), []);
+    // An ended session takes nothing more: each browser-level route of it is a 404.
+    for (const [method, path, body] of [
+      ['POST', `/browsers/${id}/process/exec`, { command: 'true' }],
+      ['POST', `/browsers/${id}/process/spawn`, { command: 'true' }],
+      ['GET', `/browsers/${id}/process/${p.process_id}/status`],
+      ['POST', `/browsers/${id}/playwright/execute`, { code: 'return 1' }],
+      ['POST', `/browsers/${id}/curl`, { url: 'http://127.0.0.1:9/' }],
+      ['GET', `/browsers/${id}/logs/stream?source=supervisor&supervisor_process=chromium`],
+      ['POST', `/browsers/${id}/fs/watch`, { path: '/tmp' }],
+      ['POST', `/browsers/${id}/computer/clipboard/read`],
+      ['POST', `/browsers/${id}/computer/cursor`, { hidden: true }],
+      ['POST', `/browsers/${id}/replays`, {}],
+    ] as const) {
+      assert.equal((await d.api(method, path, body)).status, 404, `${method} ${path} of an ended session`);
+    }
   });
 
   test('CLI: exec passes output and exit code through; process spawn, stdin, output, status, kill', async () => {

@@ -46,8 +46,11 @@ export async function findMarkedProcesses(home: string, sessionId?: string): Pro
   return [...found];
 }
 
-/** The parent pid in the text of /proc/PID/stat (after the command, which may hold spaces and parentheses). */
-export const parentOf = (stat: string): number => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+/** The fields of /proc/PID/stat after the command (which may hold spaces and parentheses): [0] is the state, field 3. */
+export const statFields = (stat: string): string[] => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+
+/** The parent pid in the text of /proc/PID/stat. */
+export const parentOf = (stat: string): number => Number(statFields(stat)[1]);
 
 export function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
   try {

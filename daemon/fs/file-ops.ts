@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { execa, type ResultPromise } from 'execa';
 import { ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { sleep } from '../browser/procs.js';
-import { writableRoots, type Sandbox, type SessionRoots } from '../sandbox/sandbox.js';
+import { hostTwin, writableRoots, type Sandbox, type SessionRoots } from '../sandbox/sandbox.js';
 import { isSessionRoot } from './paths.js';
 
 export interface FileInfo {
@@ -71,9 +71,8 @@ export class FileOps {
   /** The path to hand a command: the same path in the sandbox, or its host twin (checked) without one. */
   private async target(path: string): Promise<string> {
     if (this.sandbox.enabled) return path;
-    const root = writableRoots(this.roots).find((r) => path === r.inside || path.startsWith(`${r.inside}/`));
-    if (!root) throw new ForbiddenError(`${path}: only /home/kernel and /tmp are reachable in this session`);
-    const host = root.host + path.slice(root.inside.length);
+    const host = hostTwin(this.roots, path);
+    if (!host) throw new ForbiddenError(`${path}: only /home/kernel and /tmp are reachable in this session`);
     // The deepest existing ancestor must resolve inside the session (no symlink out).
     let probe = host;
     for (;;) {

@@ -1,4 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { statFields } from '../browser/procs.js';
 
 /** Linux's USER_HZ: the unit of /proc/PID/stat's CPU times on every architecture Node runs on here. */
 const TICKS_PER_SECOND = 100;
@@ -25,8 +26,7 @@ export async function descendants(pid: number): Promise<number[]> {
 async function usage(pid: number): Promise<{ cpuSeconds: number; rssBytes: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   if (!stat) return { cpuSeconds: 0, rssBytes: 0 };
-  // Fields after the command name (which may hold spaces and parentheses): state is field 3.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const f = statFields(stat);
   const ticks = Number(f[11]) + Number(f[12]);
   return { cpuSeconds: ticks / TICKS_PER_SECOND, rssBytes: Number(f[21]) * PAGE_SIZE };
 }

@@ -8,7 +8,7 @@ import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, RateLimi
 import { killGroup, signal as signalPid } from '../browser/procs.js';
 import { sessionPath } from '../fs/paths.js';
 import type { EventStream } from '../http/sse.js';
-import { SANDBOX_HOME, writableRoots, type Sandbox, type SessionRoots } from '../sandbox/sandbox.js';
+import { hostTwin, SANDBOX_HOME, type Sandbox, type SessionRoots } from '../sandbox/sandbox.js';
 import { children, descendants, treeUsage } from './proc-tree.js';
 
 /** What exec keeps of each output stream; the rest is read and dropped, so the process never blocks on a full pipe. */
@@ -61,9 +61,16 @@ class SessionProcess {
     // A process that closed its input (or exited) makes a later write fail; that is the client's answer, not a crash.
     child.stdin?.on('error', () => {});
     for (const stream of ['stdout', 'stderr'] as const) child[stream]?.on('data', (data: Buffer) => this.output({ stream, data }));
-    const timer = timeoutSec ? setTimeout(() => this.expire(), timeoutSec * 1000) : undefined;
+    let graceTimer: NodeJS.Timeout | undefined;
+    const timer = timeoutSec
+      ? setTimeout(() => {
+          this.timedOut = true;
+          graceTimer = expire(this.pid, this.sandboxed);
+        }, timeoutSec * 1000)
+      : undefined;
     this.exited = child.then((r) => {
       clearTimeout(timer);
+      clearTimeout(graceTimer);
       const code = this.timedOut ? TIMEOUT_EXIT : exitCodeOf(r);
       this.exitCode = code;
       for (const s of this.subscribers) {
@@ -113,28 +120,8 @@ class SessionProcess {
     return data.length;
   }
 
-  /**
-   * Signals the program and everything it started. In the sandbox the first two processes are
-   * bubblewrap's (its monitor and the namespace's init, which ignores signals it has no handler
-   * for): a TERM to them would end the program without the chance to handle it.
-   */
   async signal(name: keyof typeof SIGNALS): Promise<void> {
-    if (!this.running) return;
-    const sig = SIGNALS[name];
-    if (sig === 'SIGKILL') {
-      killGroup(this.pid, 'SIGKILL');
-      return;
-    }
-    const tree = await descendants(this.pid);
-    const inits = new Set(this.sandboxed ? await children(this.pid) : []);
-    const targets = this.sandboxed ? tree.filter((p) => !inits.has(p)) : [this.pid, ...tree];
-    for (const pid of targets) signalPid(pid, sig);
-  }
-
-  private expire(): void {
-    this.timedOut = true;
-    void this.signal('TERM');
-    setTimeout(() => killGroup(this.pid, 'SIGKILL'), KILL_GRACE_MS).unref();
+    if (this.running) await signalProgram(this.pid, this.sandboxed, SIGNALS[name]);
   }
 
   /** Resizes the pseudo-terminal: stty on the terminal the program holds (its stdin), opened through /proc. */
@@ -160,6 +147,24 @@ class SessionProcess {
       mem_bytes: usage.rssBytes,
     };
   }
+}
+
+/**
+ * Signals a program and everything it started. In the sandbox the first two processes are
+ * bubblewrap's (its monitor and the namespace's init, which ignores signals it has no handler
+ * for): a TERM to them would end the program without the chance to handle it.
+ */
+async function signalProgram(pid: number, sandboxed: boolean, sig: NodeJS.Signals): Promise<void> {
+  if (sig === 'SIGKILL') return void killGroup(pid, 'SIGKILL');
+  const tree = await descendants(pid);
+  const inits = new Set(sandboxed ? await children(pid) : []);
+  for (const p of sandboxed ? tree.filter((t) => !inits.has(t)) : [pid, ...tree]) signalPid(p, sig);
+}
+
+/** timeout_sec ran out: TERM, then KILL KILL_GRACE_MS later (the caller clears that timer if the program exits first). */
+function expire(pid: number, sandboxed: boolean): NodeJS.Timeout {
+  void signalProgram(pid, sandboxed, 'SIGTERM');
+  return setTimeout(() => killGroup(pid, 'SIGKILL'), KILL_GRACE_MS).unref();
 }
 
 /** bubblewrap exits 128+N for a program killed by signal N; unwrapped, Node reports the signal. */
@@ -203,10 +208,11 @@ export class SessionProcesses {
     const kill = () => killGroup(child.pid!, 'SIGKILL');
     opts.abort.addEventListener('abort', kill, { once: true });
     let timedOut = false;
+    let graceTimer: NodeJS.Timeout | undefined;
     const timer = body.timeout_sec
       ? setTimeout(() => {
           timedOut = true;
-          kill();
+          graceTimer = expire(child.pid!, this.deps.sandbox.enabled);
         }, body.timeout_sec * 1000)
       : undefined;
     try {
@@ -220,6 +226,7 @@ export class SessionProcesses {
       return { exitCode: timedOut ? TIMEOUT_EXIT : exitCodeOf(done), timedOut, stdout, stderr, result, durationMs: Date.now() - started };
     } finally {
       clearTimeout(timer);
+      clearTimeout(graceTimer);
       opts.abort.removeEventListener('abort', kill);
       release();
     }
@@ -326,9 +333,9 @@ export class SessionProcesses {
 }
 
 function hostPath(roots: SessionRoots, inside: string): string {
-  const root = writableRoots(roots).find((r) => inside === r.inside || inside.startsWith(`${r.inside}/`));
-  if (!root) throw new ForbiddenError(`cwd: only /home/kernel and /tmp are reachable in this session`);
-  return root.host + inside.slice(root.inside.length);
+  const host = hostTwin(roots, inside);
+  if (!host) throw new ForbiddenError(`cwd: only /home/kernel and /tmp are reachable in this session`);
+  return host;
 }
 
 /** Reads a stream to its end, keeping at most EXEC_OUTPUT_MAX bytes. */

@@ -32,6 +32,12 @@ export const writableRoots = (roots: SessionRoots) => [
   { inside: SANDBOX_TMP, host: roots.tmp },
 ];
 
+/** The host twin of a path below /home/kernel or /tmp (what it means without a namespace); undefined elsewhere. */
+export function hostTwin(roots: SessionRoots, inside: string): string | undefined {
+  const root = writableRoots(roots).find((r) => inside === r.inside || inside.startsWith(`${r.inside}/`));
+  return root && root.host + inside.slice(root.inside.length);
+}
+
 /**
  * The mount namespace of a session, built with bubblewrap: the host's system read-only, the
  * places where other sessions, users and the daemon keep their files hidden, and a private,

@@ -2,8 +2,10 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Kernel from '@onkernel/sdk';
 import { execa } from 'execa';
 import WebSocket from 'ws';
+import { readFile } from 'node:fs/promises';
 import { findMarkedProcesses, isAlive } from '../../daemon/browser/procs.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
@@ -160,4 +162,17 @@ export async function processesGone(home: string, marker?: string, timeoutMs = 2
 /** Waits until an ended session's background teardown is over: its directory (removed last) is gone. */
 export async function tornDown(d: TestDaemon, id: string, timeoutMs = 30_000): Promise<void> {
   await waitFor(() => !existsSync(join(d.home, 'sessions', id)), timeoutMs, `session ${id} to be torn down`);
+}
+
+/** A test daemon and an official SDK client of its default organization (no retries: a test sees each answer). */
+export async function startSdkDaemon(opts: { env?: Record<string, string> } = {}): Promise<{ d: TestDaemon; kernel: Kernel }> {
+  const d = await startTestDaemon(opts);
+  return { d, kernel: new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, timeout: 120_000 }) };
+}
+
+/** The processes of a session (found by its marker) whose command name is `comm`. */
+export async function sessionProcessesNamed(home: string, sessionId: string, comm: string): Promise<number[]> {
+  const pids = await findMarkedProcesses(home, sessionId);
+  const names = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')));
+  return pids.filter((_, i) => names[i]!.trim() === comm);
 }
