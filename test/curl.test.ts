@@ -125,4 +125,13 @@ describe('browser curl', () => {
     const badJson = await fetch(`${d.baseUrl}/browser/curl?jwt=forged`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${fixtures.url}/` }) });
     assert.equal(badJson.status, 401);
   });
+
+  test('a curl right after a client left answers (a page its leaving auto-attach held is replaced)', async () => {
+    // playwright.execute's process connects, auto-attaches and exits just before it answers.
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await kernel.browsers.playwright.execute(id, { code: 'return 1;' })).success, true);
+      const r = await d.api('POST', `/browsers/${id}/curl`, { url: `${fixtures.url}/hello.html`, timeout_ms: 10_000 });
+      assert.equal(r.status, 200, r.text);
+    }
+  });
 });

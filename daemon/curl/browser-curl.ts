@@ -4,6 +4,9 @@ import { CdpClient } from '../cdp/cdp-client.js';
 /** The largest response body a curl answers (413 beyond). */
 export const CURL_BODY_MAX = 16 * 1024 * 1024;
 export const CURL_DEFAULT_TIMEOUT_MS = 30_000;
+/** A hidden page whose request has not started after this is given up for a new one, up to STALL_ATTEMPTS pages. */
+const STALL_MS = 1500;
+const STALL_ATTEMPTS = 3;
 
 export interface CurlRequest {
   url: string;
@@ -53,18 +56,35 @@ export async function browserCurl(wsUrl: string, req: CurlRequest): Promise<Curl
 async function curlThroughBrowser(wsUrl: string, req: CurlRequest): Promise<CurlResponse> {
   const started = Date.now();
   const cdp = await CdpClient.connect(wsUrl);
+  try {
+    // A page whose navigation never starts is held by a client that was leaving as it was made
+    // (its auto-attach paused the page, and nobody will let it run): a new page is made instead.
+    for (let attempt = 1; ; attempt++) {
+      const response = await throughPage(cdp, req, started, attempt < STALL_ATTEMPTS ? STALL_MS : undefined);
+      if (response) return response;
+    }
+  } finally {
+    cdp.close();
+  }
+}
+
+/** One hidden page's try: the response, or null when its request did not start within stallMs. */
+async function throughPage(cdp: CdpClient, req: CurlRequest, started: number, stallMs: number | undefined): Promise<CurlResponse | null> {
   let targetId: string | undefined;
   try {
     ({ targetId } = await cdp.send('Target.createTarget', { url: 'about:blank', background: true, hidden: true }));
     const { sessionId } = await cdp.send('Target.attachToTarget', { targetId, flatten: true });
     const send = (method: string, params: object = {}) => cdp.send(method, params, sessionId);
     let rewritten = false;
+    let requestStarted!: () => void;
+    const began = new Promise<void>((r) => (requestStarted = r));
     const outcome = new Promise<CurlResponse>((resolve, reject) => {
       cdp.on('Network.loadingFailed', (p: { errorText: string; canceled?: boolean }, from) => {
         if (from === sessionId) reject(new ServiceUnavailableError(`${req.url}: the browser could not fetch it (${p.errorText})`));
       });
       cdp.on('Fetch.requestPaused', (p: RequestPaused, from) => {
         if (from !== sessionId) return;
+        requestStarted();
         void (async () => {
           if (p.responseStatusCode === undefined) {
             // The first request becomes the one asked for; a redirect's follow-up stays the browser's.
@@ -105,18 +125,32 @@ async function curlThroughBrowser(wsUrl: string, req: CurlRequest): Promise<Curl
     // goes out (SameSite=Strict ones too) and a Set-Cookie is kept; the Fetch domain turns it into
     // the asked request, and the page never renders the answer.
     void send('Page.navigate', { url: req.url }).catch(() => {});
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ServiceUnavailableError(`${req.url}: no answer within timeout_ms (${req.timeoutMs} ms)`)), req.timeoutMs);
-    });
+    const timers: NodeJS.Timeout[] = [];
+    const after = <T>(ms: number, value: () => T) =>
+      new Promise<T>((resolve, reject) =>
+        timers.push(
+          setTimeout(() => {
+            try {
+              resolve(value());
+            } catch (err) {
+              reject(err);
+            }
+          }, ms),
+        ),
+      );
     try {
-      return await Promise.race([outcome, timeout]);
+      return await Promise.race([
+        outcome,
+        after(started + req.timeoutMs - Date.now(), () => {
+          throw new ServiceUnavailableError(`${req.url}: no answer within timeout_ms (${req.timeoutMs} ms)`);
+        }),
+        ...(stallMs === undefined ? [] : [Promise.race([began.then(() => new Promise<never>(() => {})), after(stallMs, () => null)])]),
+      ]);
     } finally {
-      clearTimeout(timer);
+      timers.forEach(clearTimeout);
     }
   } finally {
     if (targetId) await cdp.send('Target.closeTarget', { targetId }).catch(() => {});
-    cdp.close();
   }
 }
 
