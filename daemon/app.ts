@@ -8,6 +8,7 @@ import { DisplayAllocator } from './browser/xvfb.js';
 import { Sandbox } from './sandbox/sandbox.js';
 import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
 import { UpgradeRouter } from './http/upgrades.js';
+import { BidiGateway, WEBDRIVER_PATH } from './webdriver/bidi-gateway.js';
 import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
 import { buildServer } from './http/server.js';
 import { browserHandlers } from './http/routes/browsers.js';
@@ -183,10 +184,12 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
   });
   const liveView = new LiveView({ sessions, tokens });
+  const bidi = new BidiGateway({ sessions, log: opts.log });
   await liveView.register(server);
   new UpgradeRouter(opts.log)
     .add(CDP_PATH, (req, socket, head, url) => gateway.upgrade(req, socket, head, url))
     .add(LIVE_WS_PATH, (req, socket, head, url) => liveView.upgrade(req, socket, head, url))
+    .add(WEBDRIVER_PATH, (req, socket, head, url) => bidi.upgrade(req, socket, head, url))
     .attach(server.server);
 
   return {

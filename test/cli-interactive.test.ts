@@ -388,6 +388,7 @@ describe('the dashboard component (ink-testing-library)', () => {
       session_id: id,
       created_at: '2030-01-01T00:00:00.000Z',
       cdp_ws_url: `ws://daemon.test/browser/cdp?jwt=${id}`,
+      webdriver_ws_url: `ws://daemon.test/browser/webdriver/session?jwt=${id}`,
       headless: false,
       stealth: false,
       timeout_seconds: 60,

@@ -1,27 +1,11 @@
-import { existsSync, realpathSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { PlaywrightExecuteBody, PlaywrightExecuteResult } from '../../src/api/playwright.js';
 import { NODE_BINARY } from '../apps/harness-command.js';
+import { RUNNER_FILES, runnerScript } from '../process/node-runner.js';
 import type { LiveSession } from '../sessions/live-session.js';
 
 const DEFAULT_TIMEOUT_SEC = 60;
 
-/** runner.mjs is not bundled: beside this module in the sources, in daemon/playwright/ from the bundle (dist/*.js). */
-const RUNNER_PATH: string = (() => {
-  const candidates = ['./runner.mjs', '../daemon/playwright/runner.mjs'].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
-  return candidates.find((p) => existsSync(p)) ?? candidates[0]!;
-})();
-
-/**
- * What the runner needs from the host inside the session's namespace, read-only: rbrowse's
- * package (the runner, playwright, esbuild) and its Node, wherever they are installed.
- */
-const RUNNER_FILES: string[] = (() => {
-  const root = resolve(dirname(RUNNER_PATH), '../..');
-  const node = realpathSync(NODE_BINARY);
-  return node.startsWith(`${root}/`) ? [root] : [root, node];
-})();
+const RUNNER_PATH = runnerScript('playwright', 'runner.mjs');
 
 interface RunnerAnswer {
   success: boolean;

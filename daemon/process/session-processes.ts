@@ -256,11 +256,12 @@ export class SessionProcesses {
   /**
    * A long-running program of the daemon's own in the session (an fs watch's inotifywait): in the
    * namespace as the session's user like the rest, not shown among the session's processes,
-   * killed when the session ends.
+   * killed when the session ends. `stdin`: the daemon writes to it (else it is closed at once);
+   * `readOnly`: host paths it needs (rbrowse's own files).
    */
-  helper(argv: string[]): ResultPromise {
+  helper(argv: string[], opts: { stdin?: boolean; readOnly?: string[] } = {}): ResultPromise {
     const [command, ...args] = argv;
-    const child = this.start({ command: command!, args }, { tty: false, input: '' });
+    const child = this.start({ command: command!, args }, { tty: false, input: opts.stdin ? undefined : '', readOnly: opts.readOnly });
     this.helpers.add(child);
     void child.finally(() => this.helpers.delete(child));
     return child;

@@ -21,6 +21,8 @@ import { within } from '../browser/procs.js';
 import type { Standby } from '../ready/standby.js';
 import type { LaunchAdmission } from '../admission.js';
 import type { History } from '../state/history.js';
+import { CDP_PATH } from '../cdp/gateway.js';
+import { WEBDRIVER_PATH } from '../webdriver/bidi-gateway.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
 /** How long a failed request waits to see whether its session's browser is exiting. */
@@ -564,7 +566,8 @@ export class SessionManager {
     return {
       session_id: r.id,
       created_at: r.created_at,
-      cdp_ws_url: `${ws}/browser/cdp?jwt=${jwts.cdp}`,
+      cdp_ws_url: `${ws}${CDP_PATH}?jwt=${jwts.cdp}`,
+      webdriver_ws_url: `${ws}${WEBDRIVER_PATH}?jwt=${jwts.cdp}`,
       // The SDK routes curl (and browser.fetch) to base_url + /curl with the jwt, as to a Kernel VM.
       base_url: `${this.deps.publicUrl()}/browser`,
       ...(jwts.live ? { browser_live_view_url: `${this.deps.publicUrl()}/browser/live?jwt=${jwts.live}` } : {}),

@@ -134,6 +134,7 @@ export const BrowserSessionSchema = Type.Object(
     session_id: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
     cdp_ws_url: Type.String({ description: 'Chrome DevTools Protocol websocket; carries a jwt query parameter' }),
+    webdriver_ws_url: Type.String({ description: "WebDriver BiDi websocket (chromium-bidi's mapper in the session); the cdp_ws_url's jwt" }),
     base_url: Type.Optional(
       Type.String({ description: "Where the official SDK sends a session's curl requests and browser.fetch() itself (with the cdp_ws_url's jwt)" }),
     ),

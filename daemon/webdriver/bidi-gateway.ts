@@ -1,0 +1,93 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex, Readable, Writable } from 'node:stream';
+import WebSocket, { WebSocketServer, type RawData } from 'ws';
+import { ServiceUnavailableError } from '../../src/errors.js';
+import { NODE_BINARY } from '../apps/harness-command.js';
+import { LineSplitter } from '../line-splitter.js';
+import { RUNNER_FILES, runnerScript } from '../process/node-runner.js';
+import { killGroup } from '../browser/procs.js';
+import type { SessionManager } from '../sessions/manager.js';
+
+export const WEBDRIVER_PATH = '/browser/webdriver/session';
+const RUNNER_PATH = runnerScript('webdriver', 'bidi-runner.mjs');
+/** The mapper's start: a Node process and chromium-bidi's import, then its CDP attach (about 0.3 s idle). */
+const READY_TIMEOUT_MS = 20_000;
+const MAX_PAYLOAD = 512 * 1024 * 1024;
+/** A BiDi message never spans lines: the largest line is the largest message. */
+const MAX_LINE = MAX_PAYLOAD;
+const HIGH_WATER = 8 * 1024 * 1024;
+
+export interface BidiGatewayDeps {
+  sessions: SessionManager;
+  log: (msg: string, extra?: object) => void;
+}
+
+/**
+ * webdriver_ws_url: a WebDriver BiDi endpoint for the session (Selenium, WebdriverIO, Puppeteer's
+ * BiDi mode). Each connection gets its own chromium-bidi mapper, a Node process in the session's
+ * namespace that reaches the browser through the CDP gateway (so it holds the session active and
+ * a BiDi browser.close ends only it); the daemon only relays lines to frames. The jwt is the
+ * cdp_ws_url's: the same key opens the same browser.
+ */
+export class BidiGateway {
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+
+  constructor(private readonly deps: BidiGatewayDeps) {}
+
+  async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
+    const session = await this.deps.sessions.sessionForToken(url.searchParams.get('jwt'), 'cdp');
+    const mapper = session.processes.helper([NODE_BINARY, RUNNER_PATH], { stdin: true, readOnly: RUNNER_FILES });
+    const stdin = mapper.stdin as Writable;
+    stdin.on('error', () => {});
+    stdin.write(`${this.deps.sessions.cdpUrl(session)}\n`);
+    const stderr: string[] = [];
+    (mapper.stderr as Readable).on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+    let onLine: (line: string) => void = () => {};
+    const lines = new LineSplitter((line) => onLine(line), MAX_LINE);
+    (mapper.stdout as Readable).on('data', (chunk: Buffer) => lines.write(chunk));
+    const kill = () => killGroup(mapper.pid!, 'SIGKILL');
+    socket.once('close', kill);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new ServiceUnavailableError('the WebDriver BiDi mapper did not start in time')), READY_TIMEOUT_MS);
+        onLine = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        void mapper.then(() => {
+          clearTimeout(timer);
+          reject(new ServiceUnavailableError(`the WebDriver BiDi mapper could not start: ${stderr.join('').trim().slice(-500) || 'it exited'}`));
+        });
+      });
+    } catch (err) {
+      kill();
+      throw err;
+    }
+    socket.off('close', kill);
+    if (socket.destroyed) {
+      kill();
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (client) => {
+      // A client that does not read must not make the daemon buffer the mapper's output without bound.
+      const out = mapper.stdout as Readable;
+      onLine = (line) => {
+        client.send(line, () => {
+          if (out.isPaused() && client.bufferedAmount < HIGH_WATER / 2) out.resume();
+        });
+        if (client.bufferedAmount > HIGH_WATER) out.pause();
+      };
+      // A frame is one message; JSON has no raw newline outside its strings, so this keeps it one line.
+      client.on('message', (data: RawData, binary: boolean) => {
+        stdin.write(`${(binary ? Buffer.from(data as Buffer).toString() : data.toString()).replace(/[\r\n]/g, ' ')}\n`);
+      });
+      const close = () => {
+        kill();
+        if (client.readyState !== WebSocket.CLOSED) client.close(1001, 'browser connection ended');
+      };
+      client.on('close', kill);
+      client.on('error', kill);
+      void mapper.then(close);
+    });
+  }
+}
