@@ -4,7 +4,9 @@ import type Kernel from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
-import { sessionProcessesNamed, startSdkDaemon, upgradeStatus, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { readFile } from 'node:fs/promises';
+import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { startSdkDaemon, upgradeStatus, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
 let d: TestDaemon;
@@ -18,6 +20,16 @@ after(async () => {
   await fixtures?.close();
   await d?.stop();
 });
+
+/** The session's BiDi mapper processes (Node names its main thread, so comm is no help). */
+async function mappers(sessionId: string): Promise<number[]> {
+  const pids = await findMarkedProcesses(d.home, sessionId);
+  const lines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+  return pids.filter((_, i) => {
+    const [program, script] = lines[i]!.split('\0');
+    return program!.endsWith('/node') && script!.endsWith('/bidi-runner.mjs');
+  });
+}
 
 /** A raw BiDi conversation: sends each command and collects its answer. */
 async function bidiCommands(url: string, commands: { method: string; params: object }[]): Promise<any[]> {
@@ -93,7 +105,7 @@ describe('WebDriver BiDi (webdriver_ws_url)', () => {
     bad.searchParams.set('jwt', 'nope');
     assert.equal(await upgradeStatus(bad.toString()), 401);
     // Each connection's mapper ends with it.
-    await waitFor(async () => (await sessionProcessesNamed(d.home, b.session_id, 'node')).length === 0, 10_000, 'the mapper to end');
+    await waitFor(async () => (await mappers(b.session_id)).length === 0, 10_000, 'the mapper to end');
     await kernel.browsers.deleteByID(b.session_id);
     assert.equal(await upgradeStatus(b.webdriver_ws_url), 404);
   });
@@ -107,7 +119,7 @@ describe('WebDriver BiDi (webdriver_ws_url)', () => {
     });
     const closed = new Promise<number>((resolve) => ws.once('close', resolve));
     // Its mapper runs in the session, as one of its processes.
-    assert.equal((await sessionProcessesNamed(d.home, b.session_id, 'node')).length, 1);
+    assert.equal((await mappers(b.session_id)).length, 1);
     await kernel.browsers.deleteByID(b.session_id);
     assert.ok([1000, 1001, 1006].includes(await closed));
   });
