@@ -178,7 +178,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const server = await buildServer({
     auth,
     log: opts.log,
-    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions), ...poolHandlers(pools),
+    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions, opts.log), ...poolHandlers(pools),
       ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -43,21 +43,7 @@ export async function receiveZipForm<F>(
       part.file.resume();
       throw BadRequestError.field(part.fieldname, `the zip goes in \`${fileField}\`, once`);
     }
-    const hash = createHash('sha256');
-    let size = 0;
-    const count = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        hash.update(chunk);
-        size += chunk.length;
-        done(null, chunk);
-      },
-    });
-    await pipeline(part.file, count, createWriteStream(zipPath, { flags: 'wx', mode: 0o600 }));
-    // busboy stops at the limit and ends the stream early; the truncated zip must not pass.
-    if (part.file.truncated || size > maxBytes) {
-      throw new ApiError(413, 'payload_too_large', `${fileField}: the zip is larger than ${maxBytes / 1024 ** 2} MiB`);
-    }
-    received = { checksum: hash.digest('hex'), size };
+    received = await receiveZipPart(part.file, zipPath, maxBytes, fileField);
   }
   if (!received) throw BadRequestError.field(fileField, `is required: ${opts.what}`);
   if (!validateForm(fields)) {
@@ -65,4 +51,28 @@ export async function receiveZipForm<F>(
     throw new BadRequestError(`invalid form: ${details.map((d) => d.message).join('; ')}`, details);
   }
   return { form: fields, ...received };
+}
+
+/** Streams one zip part to `zipPath` (a new file), hashing and counting it: 413 past `maxBytes`. */
+export async function receiveZipPart(
+  file: Readable & { truncated?: boolean },
+  zipPath: string,
+  maxBytes: number,
+  field: string,
+): Promise<{ checksum: string; size: number }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const count = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      hash.update(chunk);
+      size += chunk.length;
+      done(null, chunk);
+    },
+  });
+  await pipeline(file, count, createWriteStream(zipPath, { flags: 'wx', mode: 0o600 }));
+  // busboy stops at the limit and ends the stream early; the truncated zip must not pass.
+  if (file.truncated || size > maxBytes) {
+    throw new ApiError(413, 'payload_too_large', `${field}: the zip is larger than ${maxBytes / 1024 ** 2} MiB`);
+  }
+  return { checksum: hash.digest('hex'), size };
 }

@@ -15,7 +15,7 @@ import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import type { OrgRecord } from '../auth.js';
 import type { Store } from '../store.js';
-import { unloadedExtensions } from './loaded.js';
+import { extensionsLaunch } from './loaded.js';
 import { defaultName, readManifest } from './manifest.js';
 
 export interface ExtensionRecord {
@@ -44,9 +44,7 @@ const UNPACKED = 'unpacked';
 const UPLOAD_PREFIX = '.upload-';
 
 export const MAX_UPLOAD_BYTES = 100 * 1024 ** 2;
-const UNZIP_LIMITS: UnzipLimits = { maxBytes: 256 * 1024 ** 2, maxEntries: 10_000, maxRatio: 200 };
-/** How long a launch waits for Chromium to list every extension it was given (it usually already has). */
-const LOAD_TIMEOUT_MS = 15_000;
+export const UNZIP_LIMITS: UnzipLimits = { maxBytes: 256 * 1024 ** 2, maxEntries: 10_000, maxRatio: 200 };
 const validateExtensionForm = formValidator<ExtensionForm>(ExtensionFormSchema);
 
 type Selection = NonNullable<CreateBrowserBody['extensions']>[number];
@@ -192,31 +190,10 @@ export class Extensions implements SessionFeature {
     );
     const now = new Date().toISOString();
     await this.deps.store.update(() => selected.forEach(({ record }) => void (record.last_used_at = now)));
-    const paths = loaded.map((l) => l.path).join(',');
-    return {
-      args: [
-        `--load-extension=${paths}`,
-        `--disable-extensions-except=${paths}`,
-        // Branded Chrome builds ignore --load-extension unless this feature is off; Chromium honours it either way.
-        '--disable-features=DisableLoadExtensionCommandLineSwitch',
-      ],
-      started: async ({ wsUrl }) => {
-        const missing = await unloadedExtensions(wsUrl, loaded.map((l) => l.path), LOAD_TIMEOUT_MS);
-        if (missing === null) this.deps.log('cannot tell which extensions Chromium loaded (no Extensions.getExtensions)');
-        const failed = loaded.filter((l) => missing?.includes(l.path));
-        if (failed.length) {
-          const details = failed.map(({ record, index }) => ({
-            code: 'invalid_input',
-            message: `extensions.${index}: Chromium did not load extension ${label(record)}${
-              record.manifest_version === 2
-                ? ': this Chromium no longer runs manifest_version 2 extensions'
-                : ': check its manifest.json and the files it names'
-            }`,
-          }));
-          throw new BadRequestError(details.map((d) => d.message).join('; '), details);
-        }
-      },
-    };
+    return extensionsLaunch(
+      loaded.map(({ record, index, path }) => ({ path, field: `extensions.${index}`, label: `extension ${label(record)}`, manifestVersion: record.manifest_version })),
+      this.deps.log,
+    );
   }
 
   /** The ids the selections name today, in load order, leaving out deleted ones (a pool's extension_ids). */

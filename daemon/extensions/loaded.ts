@@ -1,4 +1,6 @@
 import { normalize } from 'node:path';
+import { BadRequestError } from '../../src/errors.js';
+import type { FeatureLaunch } from '../sessions/features.js';
 import { cdpCommands } from '../browser/chromium.js';
 import { sleep } from '../browser/procs.js';
 
@@ -31,4 +33,42 @@ export async function unloadedExtensions(wsUrl: string, expected: string[], time
     }
   });
   return missing;
+}
+
+/** How long a launch waits for Chromium to list every extension it was given (it usually already has). */
+const LOAD_TIMEOUT_MS = 15_000;
+
+export interface ExtensionToLoad {
+  /** Its root (the directory of its manifest.json) as the browser sees it. */
+  path: string;
+  /** Where the request named it (`extensions.0`), and what it is called, for the error. */
+  field: string;
+  label: string;
+  manifestVersion: 2 | 3;
+}
+
+/** A session feature loading unpacked extensions: the flags, and a check once Chromium is up that it loaded each (400 if not). */
+export function extensionsLaunch(extensions: ExtensionToLoad[], log: (msg: string) => void): FeatureLaunch {
+  const paths = extensions.map((e) => e.path).join(',');
+  return {
+    args: [
+      `--load-extension=${paths}`,
+      `--disable-extensions-except=${paths}`,
+      // Branded Chrome builds ignore --load-extension unless this feature is off; Chromium honours it either way.
+      '--disable-features=DisableLoadExtensionCommandLineSwitch',
+    ],
+    started: async ({ wsUrl }) => {
+      const missing = await unloadedExtensions(wsUrl, extensions.map((e) => e.path), LOAD_TIMEOUT_MS);
+      if (missing === null) log('cannot tell which extensions Chromium loaded (no Extensions.getExtensions)');
+      const failed = extensions.filter((e) => missing?.includes(e.path));
+      if (failed.length === 0) return;
+      const details = failed.map((e) => ({
+        code: 'invalid_input',
+        message: `${e.field}: Chromium did not load ${e.label}${
+          e.manifestVersion === 2 ? ': this Chromium no longer runs manifest_version 2 extensions' : ': check its manifest.json and the files it names'
+        }`,
+      }));
+      throw new BadRequestError(details.map((d) => d.message).join('; '), details);
+    },
+  };
 }

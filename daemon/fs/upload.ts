@@ -11,41 +11,20 @@ import type { Readable } from 'node:stream';
 import { BadRequestError } from '../../src/errors.js';
 import type { FileOps } from './file-ops.js';
 import { sessionPath } from './paths.js';
-
-export interface UploadPart {
-  fieldname: string;
-  /** A file part's bytes; absent for a plain field. */
-  file?: Readable;
-  value?: unknown;
-}
-
-/**
- * The index of an upload entry, in either SDK's encoding: the Node SDK's `files[0][file]` /
- * `files[0][dest_path]`, or the Go SDK's repeated `files.file` / `files.dest_path` (counted in order).
- */
-function entryOf(fieldname: string, seen: Map<string, number>): { index: number; key: 'file' | 'dest_path' } | null {
-  const node = /^files\[(\d+)\]\[(file|dest_path)\]$/.exec(fieldname);
-  if (node) return { index: Number(node[1]), key: node[2] as 'file' | 'dest_path' };
-  const go = /^files\.(file|dest_path)$/.exec(fieldname);
-  if (!go) return null;
-  const key = go[1] as 'file' | 'dest_path';
-  const index = seen.get(key) ?? 0;
-  seen.set(key, index + 1);
-  return { index, key };
-}
+import { formEntry, type FormPart } from '../http/form-entries.js';
 
 /**
  * Multipart upload of several files. Each file is streamed into a temporary file inside the
  * session first (a part may come before the field naming its destination), then moved into
  * place; on any error the temporaries are removed and nothing is left half-written at a destination.
  */
-export async function uploadFiles(files: FileOps, parts: AsyncIterable<UploadPart>): Promise<number> {
+export async function uploadFiles(files: FileOps, parts: AsyncIterable<FormPart>): Promise<number> {
   const temps = new Map<number, string>();
   const dests = new Map<number, string>();
   const seen = new Map<string, number>();
   try {
     for await (const part of parts) {
-      const entry = entryOf(part.fieldname, seen);
+      const entry = formEntry(part.fieldname, 'files', ['file', 'dest_path'] as const, seen);
       if (!entry) {
         part.file?.resume();
         throw BadRequestError.field(part.fieldname, 'is not a field of an upload (files[i][file], files[i][dest_path])');

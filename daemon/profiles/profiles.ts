@@ -1,4 +1,4 @@
-import { open, readdir } from 'node:fs/promises';
+import { mkdir, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline, type Readable } from 'node:stream';
 import { createZstdCompress } from 'node:zlib';
@@ -9,8 +9,8 @@ import type {
   Profile,
   UpdateProfileBody,
 } from '../../src/api/profiles.js';
-import type { CreateBrowserBody } from '../../src/api/schemas.js';
-import { ConflictError, NotFoundError } from '../../src/errors.js';
+import type { CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { removeTree } from '../fs-util.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
@@ -157,8 +157,27 @@ export class Profiles implements SessionFeature {
   }
 
   async launch(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
-    const selection = ctx.body.profile;
-    if (!selection) return undefined;
+    return ctx.body.profile && this.load(ctx, ctx.body.profile);
+  }
+
+  checkUpdate(org: OrgRecord, record: SessionRecord, body: UpdateBrowserBody): void {
+    if (!body.profile) return;
+    if (!body.profile.id && !body.profile.name) throw BadRequestError.field('profile', 'provide id or name');
+    if (record.profile) throw new ConflictError('this session already has a profile loaded; a profile can only be added to a session without one');
+    this.selected(org, body.profile);
+  }
+
+  needsRestart(body: UpdateBrowserBody): boolean {
+    return body.profile !== undefined;
+  }
+
+  /** PATCH profile: the session's browser, stopped, gets the profile's user data in place of its own. */
+  async restart(ctx: Omit<LaunchContext, 'body'>, body: UpdateBrowserBody): Promise<FeatureLaunch | undefined> {
+    return body.profile && this.load(ctx, body.profile, true);
+  }
+
+  /** Loads a profile's user data into a session's (emptied first with `replace`), holding the profile's lease. */
+  private async load(ctx: Omit<LaunchContext, 'body'>, selection: Selection, replace = false): Promise<FeatureLaunch> {
     // A session that ended a moment ago may still be saving this profile: load what it wrote.
     await this.leases.saved(this.selected(ctx.org, selection).id);
     const profile = this.selected(ctx.org, selection);
@@ -166,6 +185,10 @@ export class Profiles implements SessionFeature {
     // Taken before anything else is awaited: the single-writer rule holds against concurrent creates.
     const { release, ending } = this.leases.take(profile.id, ctx.record.id, save, label(profile));
     try {
+      if (replace) {
+        await removeTree(ctx.dirs.userData);
+        await mkdir(ctx.dirs.userData, { recursive: true, mode: 0o700 });
+      }
       await unpackUserData(this.archive(profile.id), ctx.dirs.userData);
       await this.deps.store.update(() => void (profile.last_used_at = new Date().toISOString()));
     } catch (err) {

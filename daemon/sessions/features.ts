@@ -22,10 +22,12 @@ export interface FeatureLaunch {
   /** Extra Chromium flags. --disable-features, --enable-features, --load-extension and
    * --disable-extensions-except given by several features are merged into one list each. */
   args?: string[];
-  /** After Chromium is up, before the session is handed out; wsUrl is the browser's own CDP endpoint. */
-  started?(browser: { wsUrl: string }): Promise<void>;
-  /** This feature opens the session's start URL itself in `started` (stealth: only once its patches
-   * are in), so the browser starts on about:blank. */
+  /** After Chromium is up, before the session is handed out (again after each restart in place);
+   * wsUrl is the browser's own CDP endpoint, startUrl what it should show (the start URL, or the
+   * page it showed before a restart). */
+  started?(browser: { wsUrl: string; startUrl?: string }): Promise<void>;
+  /** This feature opens startUrl itself in `started` (stealth: only once its patches are in), so
+   * the browser starts on about:blank. */
   opensStartUrl?: boolean;
   /** The session has ended (it is deleted and its clients are gone); its browser is about to be
    * closed in the background. Synchronous: what the session held for others to see (a proxy in
@@ -59,6 +61,11 @@ export interface SessionFeature {
   handOver?(ctx: LaunchContext): Promise<FeatureLaunch | undefined>;
   /** Refuses a PATCH before anything of it is applied. */
   checkUpdate?(org: OrgRecord, record: SessionRecord, body: UpdateBrowserBody): void;
+  /** A PATCH this feature applies by restarting Chromium in place (a profile attached): what to
+   * load, set up while the browser is stopped; undefined when the body asks nothing of it. */
+  restart?(ctx: Omit<LaunchContext, 'body'>, body: UpdateBrowserBody): Promise<FeatureLaunch | undefined>;
+  /** Whether a PATCH body needs `restart`. */
+  needsRestart?(body: UpdateBrowserBody): boolean;
   /** Fields this feature adds to the session's API object. */
   view?(record: SessionRecord): Partial<BrowserSession>;
 }

@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { launchChromium, resizeWindows, type ChromiumProcess } from '../browser/chromium.js';
-import { killMarked, markedEnv, sleep } from '../browser/procs.js';
+import { launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess } from '../browser/chromium.js';
+import { killMarked, markedEnv, sleep, within } from '../browser/procs.js';
+import { ConflictError, NotFoundError } from '../../src/errors.js';
 import { SessionProcesses } from '../process/session-processes.js';
 import { SessionWatches } from '../fs/watches.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
@@ -69,6 +70,35 @@ export async function prepareSessionDirs(sessionsDir: string, home: string, id: 
   return { dirs, env };
 }
 
+/**
+ * Launches the session's Chromium with its features' flags, then runs their `started` hooks;
+ * opens `startUrl` unless a feature opens it itself (then the browser starts on about:blank).
+ */
+async function boot(options: ChromiumOptions, features: FeatureLaunch[], startUrl: string | undefined): Promise<ChromiumProcess> {
+  const opensItself = features.some((f) => f.opensStartUrl);
+  const chromium = await launchChromium({ ...options, startUrl: opensItself ? undefined : startUrl, extraArgs: features.flatMap((f) => f.args ?? []) });
+  try {
+    for (const f of features) await f.started?.({ wsUrl: chromium.wsUrl, startUrl });
+  } catch (err) {
+    await chromium.close();
+    throw err;
+  }
+  return chromium;
+}
+
+/** The URL of the browser's first page, to open again after a restart (none for about:blank or chrome:// pages). */
+async function currentPageUrl(wsUrl: string): Promise<string | undefined> {
+  const origin = `http://${new URL(wsUrl).host}`;
+  try {
+    const res = await fetch(`${origin}/json/list`, { signal: AbortSignal.timeout(2000) });
+    const targets = (await res.json()) as { type: string; url: string }[];
+    const url = targets.find((t) => t.type === 'page')?.url;
+    return url && /^(https?|file|data):/.test(url) ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Sets up a session's features around the launch (see features.ts); gets the session's paths. */
 export type PrepareFeatures = (ctx: { dirs: SessionDirs; insidePath(hostPath: string): string }) => Promise<FeatureLaunch[]>;
 
@@ -90,17 +120,44 @@ export class LiveSession {
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
   private clientsChanged?: () => void;
+  private browserExited?: () => void;
+  /** Set while Chromium is being restarted in place (loadExtensions, a profile attached): its exit then is planned. */
+  private restarting?: Promise<void>;
 
   private constructor(
     readonly record: SessionRecord,
-    readonly chromium: ChromiumProcess,
+    private browser: ChromiumProcess,
     readonly display: Display | undefined,
     private vnc: VncServer | undefined,
     private readonly deps: RuntimeDeps,
     private readonly env: Record<string, string>,
     private readonly features: FeatureLaunch[],
+    private readonly launchOptions: ChromiumOptions,
   ) {
     this.superviseVnc();
+    this.watchBrowser();
+  }
+
+  /** The session's Chromium now (a restart in place replaces it). */
+  get chromium(): ChromiumProcess {
+    return this.browser;
+  }
+
+  /** Resolves once a restart in place under way (if any) is over: what reaches the browser waits for it. */
+  get restarted(): Promise<void> {
+    return this.restarting ?? Promise.resolve();
+  }
+
+  /** Called once the session's browser exits by itself (a crash, a kill): the session is over. */
+  onBrowserExit(listener: () => void): void {
+    this.browserExited = listener;
+  }
+
+  private watchBrowser(): void {
+    const browser = this.browser;
+    void browser.exited.then(() => {
+      if (this.browser === browser && !this.stopping && !this.restarting) this.browserExited?.();
+    });
   }
 
   /**
@@ -141,7 +198,7 @@ export class LiveSession {
         vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env });
         vnc.catch(() => {});
       }
-      chromium = await launchChromium({
+      const options: ChromiumOptions = {
         executable: deps.chromiumPath,
         wrapper: deps.sandbox.wrap(roots, { display: display?.number }),
         userDataDir: deps.sandbox.homePath(roots, 'user-data'),
@@ -150,13 +207,11 @@ export class LiveSession {
         width: record.viewport.width,
         height: record.viewport.height,
         kiosk: record.kiosk_mode,
-        startUrl: features.some((f) => f.opensStartUrl) ? undefined : record.start_url,
         noSandbox: !deps.sandbox.chromiumSandbox.on,
-        extraArgs: features.flatMap((f) => f.args ?? []),
         logFile: dirs.chromiumLog,
-      });
-      for (const f of features) await f.started?.({ wsUrl: chromium.wsUrl });
-      return new LiveSession(record, chromium, display, await vnc, deps, env, features);
+      };
+      chromium = await boot(options, features, record.start_url);
+      return new LiveSession(record, chromium, display, await vnc, deps, env, features, options);
     } catch (err) {
       await chromium?.close();
       await (await vnc?.catch(() => undefined))?.stop();
@@ -287,6 +342,51 @@ export class LiveSession {
     if (this.display) {
       this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env });
       this.superviseVnc();
+    }
+  }
+
+  /**
+   * Restarts Chromium in place with more features (extensions loaded, a profile attached): the
+   * session keeps its id, jwts, directories, display, processes and the page it showed (its URL
+   * is opened again); CDP clients are disconnected, as on Kernel, and reconnect with the same URL.
+   * `add` runs while Chromium is stopped (a profile's user data is unpacked then). If the
+   * browser does not come up with the addition, it is restarted as it was and the error thrown;
+   * if not even that, the session ends.
+   */
+  async restartWith(add: () => Promise<FeatureLaunch[]>): Promise<void> {
+    if (this.stopping) throw new NotFoundError('the session is ending');
+    if (this.restarting) throw new ConflictError("the session's browser is already restarting");
+    let done!: () => void;
+    this.restarting = new Promise<void>((resolve) => (done = resolve));
+    const release = this.hold('api');
+    try {
+      const url = await currentPageUrl(this.browser.wsUrl);
+      for (const [close, kind] of [...this.closers]) if (kind === 'cdp') close();
+      await this.browser.close();
+      let added: FeatureLaunch[] = [];
+      try {
+        added = await add();
+        await this.deps.sandbox.own({ home: this.dirs.home, tmp: this.dirs.tmp });
+        this.browser = await boot(this.launchOptions, [...this.features, ...added], url);
+        this.features.push(...added);
+      } catch (err) {
+        await Promise.allSettled(added.map(async (f) => f.release?.()));
+        await this.browser.close();
+        this.browser = await boot(this.launchOptions, this.features, url).catch((again: unknown) => {
+          this.deps.log?.('session browser could not be restarted', { session: this.id, error: String(again) });
+          throw err;
+        });
+        throw err;
+      }
+    } catch (err) {
+      // Whatever happened, a session left without a running browser is over.
+      if (await within(0, this.browser.exited)) this.browserExited?.();
+      throw err;
+    } finally {
+      this.restarting = undefined;
+      done();
+      release();
+      this.watchBrowser();
     }
   }
 

@@ -329,9 +329,7 @@ export class SessionManager {
     }
     this.live.set(record.id, session);
     session.onClientsChange(() => this.changed());
-    void session.chromium.exited.then(() => {
-      if (!session.isStopping) void this.end(record.id, 'browser_exited');
-    });
+    session.onBrowserExit(() => void this.end(record.id, 'browser_exited'));
     this.changed();
     return this.view(record);
   }
@@ -369,6 +367,25 @@ export class SessionManager {
       await session.resize(viewport);
     }
     await this.liveSession(record.id)?.update(body);
+    const restarting = this.features.filter((f) => f.needsRestart?.(body));
+    if (restarting.length) {
+      const session = this.liveSession(record.id);
+      if (!session) throw new NotFoundError(`browser session ${idOrName} has ended`);
+      const ctx = { org, record, dirs: session.dirs, insidePath: (p: string) => session.insidePath(p) };
+      await this.restart(session, async () => {
+        const launches: FeatureLaunch[] = [];
+        try {
+          for (const f of restarting) {
+            const launched = await f.restart?.(ctx, body);
+            if (launched) launches.push(launched);
+          }
+        } catch (err) {
+          await releaseAll(launches);
+          throw err;
+        }
+        return launches;
+      });
+    }
     await this.deps.store.update(() => {
       if (viewport) record.viewport = viewport;
       // proxy_id: omitted or null leaves it unchanged, "" removes it.
@@ -381,6 +398,22 @@ export class SessionManager {
     });
     this.changed();
     return this.view(record);
+  }
+
+  /**
+   * Restarts a running session's Chromium in place with more loaded (LiveSession.restartWith):
+   * extensions sent to POST /browsers/{id}/extensions, a profile given by PATCH. The new
+   * browser's pid is recorded for the reaper.
+   */
+  async restart(session: LiveSession, add: () => Promise<FeatureLaunch[]>): Promise<void> {
+    try {
+      await session.restartWith(add);
+    } finally {
+      if (!session.isStopping) {
+        await this.deps.store.update(() => void (session.record.runtime = { ...session.record.runtime, chromium_pid: session.chromium.pid }));
+      }
+      this.changed();
+    }
   }
 
   async delete(org: OrgRecord, idOrName: string): Promise<void> {
@@ -398,6 +431,9 @@ export class SessionManager {
     if (!session) throw new NotFoundError(`browser session ${idOrName} not found or ended`);
     const release = session.hold('api');
     try {
+      // During a restart in place (loadExtensions, a profile attached) the browser is briefly not there.
+      await session.restarted;
+      if (session.isStopping) throw new NotFoundError(`browser session ${idOrName} not found or ended`);
       return await run(session);
     } catch (err) {
       if (err instanceof ApiError) throw err;
@@ -422,6 +458,8 @@ export class SessionManager {
     const session = this.liveSession(claims.id);
     const jwts = session && this.jwts.get(session.id);
     if (!jwts || (scope === 'cdp' ? jwts.cdp : jwts.live) !== jwt) throw new NotFoundError('browser session not found or ended');
+    await session.restarted;
+    if (session.isStopping) throw new NotFoundError('browser session not found or ended');
     return session;
   }
 

@@ -66,12 +66,13 @@ export class Stealth implements SessionFeature {
       secret: randomUUID(),
     });
     let patcher: TargetPatcher | undefined;
-    const startUrl = ctx.record.start_url;
     return {
       args: stealthArgs(identity.userAgent),
       // Loaded before the patches were in, the start page would run its scripts unpatched.
       opensStartUrl: true,
-      started: async ({ wsUrl }) => {
+      started: async ({ wsUrl, startUrl }) => {
+        // After a restart in place the old patcher's browser is gone.
+        patcher?.close();
         patcher = await TargetPatcher.attach(wsUrl, identity, script, this.deps.log);
         if (startUrl) await patcher.open(startUrl, () => navigate(wsUrl, startUrl));
       },

@@ -72,6 +72,17 @@ export const routes = {
     params: S.IdParamsSchema,
     success: NoContent,
   },
+  loadBrowserExtensions: {
+    method: 'POST',
+    url: '/browsers/:id/extensions',
+    auth: 'key',
+    summary:
+      "Load unpacked extensions into a running session (multipart: extensions[i][name], extensions[i][zip_file]); its browser restarts in place, keeping the session, its jwts and profile (CDP clients reconnect)",
+    tag: 'browsers',
+    params: S.IdParamsSchema,
+    success: NoContent,
+    consumes: 'multipart/form-data',
+  },
   cdpVersion: {
     method: 'GET',
     url: '/browser/cdp/json/version',

@@ -108,6 +108,8 @@ export const UpdateBrowserSchema = Type.Object(
     // Kernel routes stealth sessions through a default proxy of its own; a local one has none, so
     // the flag is accepted and changes nothing.
     disable_default_proxy: Type.Optional(Type.Boolean()),
+    // A profile for a session that has none: its browser restarts in place with the profile's user data.
+    profile: Type.Optional(ProfileSelectionSchema),
     viewport: Type.Optional(UpdateViewportSchema),
     name: Type.Optional(Type.Union([SessionNameSchema, Type.Null()])),
     tags: Type.Optional(Type.Union([TagsSchema, Type.Null()])),

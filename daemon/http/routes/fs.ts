@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
-import type { FastifyRequest } from 'fastify';
 import { BadRequestError } from '../../../src/errors.js';
 import { octalMode, sessionPath } from '../../fs/paths.js';
-import { uploadFiles, uploadZip, type UploadPart } from '../../fs/upload.js';
+import { uploadFiles, uploadZip } from '../../fs/upload.js';
+import { formParts } from '../form-entries.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 import { EventStream } from '../sse.js';
@@ -23,13 +23,6 @@ type FsOps =
   | 'fsWatchEvents'
   | 'fsWatchStop'
   | 'fsDownloadDirZip';
-
-/** @fastify/multipart's parts as the upload reads them: file streams and plain fields. */
-async function* uploadParts(request: FastifyRequest): AsyncIterable<UploadPart> {
-  for await (const part of request.parts()) {
-    yield part.type === 'file' ? { fieldname: part.fieldname, file: part.file } : { fieldname: part.fieldname, value: part.value };
-  }
-}
 
 /** Each operation runs inside the caller's session (404 for another org's or an ended one). */
 export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
@@ -70,7 +63,7 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
     fsUpload: ({ org, params, request }) =>
       inSession(org, params.id, async (s) => {
         if (!request.isMultipart()) throw new BadRequestError('an upload is a multipart/form-data request');
-        await uploadFiles(s.files, uploadParts(request));
+        await uploadFiles(s.files, formParts(request));
       }),
     fsUploadZip: ({ org, params, request }) =>
       inSession(org, params.id, async (s) => {
