@@ -193,12 +193,18 @@ export function browsersCommand(): Command {
     .option('--no-tags', 'remove every tag')
     .option('--viewport <WxH[@R]>', 'resize the screen and window to a supported viewport', viewport)
     .option('--force', 'resize even while live-view viewers are connected')
+    .option('--profile <NAME[:save]>', 'load a saved profile into a session that has none (its browser restarts in place)', profileArg)
     .option('--json', 'print the API object')
-    .addHelpText('after', '\nExamples:\n  rbrowse browsers update k0ahd3fvbqzs5lqgtjfnh4ke --proxy-id ""\n  rbrowse browsers update my-session --viewport 1440x900 --force')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  rbrowse browsers update k0ahd3fvbqzs5lqgtjfnh4ke --proxy-id ""\n  rbrowse browsers update my-session --viewport 1440x900 --force\n  rbrowse browsers update my-session --profile github:save',
+    )
     .action(async (id: string, o, cmd: Command) => {
-      const s = await (await clientFor(cmd)).call('updateBrowser', {
+      const client = await clientFor(cmd);
+      const s = await client.call('updateBrowser', {
         params: { id },
         body: {
+          ...(o.profile ? { profile: await profileSelection(client, o.profile) } : {}),
           ...(o.proxyId !== undefined ? { proxy_id: o.proxyId } : {}),
           ...(o.name !== undefined ? { name: o.name === '' ? null : o.name } : {}),
           ...(o.tag ? { tags: o.tag } : o.tags === false ? { tags: null } : {}),

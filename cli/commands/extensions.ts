@@ -61,6 +61,24 @@ export function extensionsCommand(): Command {
       const upload = () => client.call('uploadExtension', { body });
       show(o, await withProgress(`uploading ${file.name} (${formatBytes(file.size)})`, upload, { quiet: o.json }));
     });
+  covers(extensions.command('load'), 'loadBrowserExtensions')
+    .description("load extensions into a running session, for it alone (its browser restarts in place; CDP clients reconnect)")
+    .argument('<id>', 'session id or name')
+    .argument('<dir|zip...>', 'directories holding manifest.json, or zips of them; each is named after its file')
+    .addHelpText('after', '\nExample:\n  rbrowse extensions load my-session ./my-extension ./other.zip')
+    .action(async (id: string, paths: string[], _o, cmd: Command) => {
+      const form = new FormData();
+      const files = await Promise.all(paths.map((p) => uploadFile(p, cmd)));
+      files.forEach((file, i) => {
+        form.append(`extensions[${i}][name]`, file.name.replace(/\.zip$/i, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '') || `extension-${i}`);
+        form.append(`extensions[${i}][zip_file]`, file);
+      });
+      const client = await clientFor(cmd);
+      const size = files.reduce((n, f) => n + f.size, 0);
+      await withProgress(`loading ${files.length} extension(s) (${formatBytes(size)}) and restarting the browser`, () =>
+        client.call('loadBrowserExtensions', { params: { id }, body: form }),
+      );
+    });
   covers(extensions.command('list'), 'listExtensions')
     .alias('ls')
     .description('list extensions, newest first (every page, unless --limit or --offset)')
