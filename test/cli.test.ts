@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { CliResult as Result } from './helpers/daemon.js';
-import { CLI, ROOT, callApi, cleanEnv, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { CLI, ROOT, callApi, cleanEnv, startTestDaemon, type TestDaemon, sansUsage } from './helpers/daemon.js';
 import { installCommand, SYSTEM_DEPS } from '../src/system-deps.js';
 import { isAlive } from '../daemon/browser/procs.js';
 
@@ -197,7 +197,7 @@ describe('rbrowse CLI', () => {
       assert.deepEqual(listB2.body.map((s: { session_id: string }) => s.session_id), [idB]);
       const ownB = await daemon.api('GET', `/browsers/${idB}`, undefined, keyB2);
       assert.equal(ownB.status, 200);
-      assert.deepEqual(ownB.body, sb.body);
+      assert.deepEqual(sansUsage(ownB.body), sansUsage(sb.body));
 
       // The CLI with the other org's key (--api-key) sees only that org.
       const lsB = await cli(['--api-key', keyB, 'ls', '-q']);
@@ -281,10 +281,10 @@ describe('rbrowse CLI', () => {
     assert.equal(s.browser_live_view_url, undefined, 'a headless session has no live view');
 
     const got = parseJson(await cli(['browsers', 'get', id, '--json']), 'browsers get --json');
-    assert.deepEqual(got, s);
+    assert.deepEqual(sansUsage(got), sansUsage(s));
     const api = await daemon.api('GET', `/browsers/${id}`);
     assert.equal(api.status, 200);
-    assert.deepEqual(api.body, s);
+    assert.deepEqual(sansUsage(api.body), sansUsage(s));
 
     // Human output of a create.
     const human = await cli(['create', '--headless']);
@@ -330,7 +330,7 @@ describe('rbrowse CLI', () => {
     assert.match(deleted.deleted_at, ISO_RE);
     assert.ok(Date.parse(deleted.deleted_at) >= Date.parse(s.created_at));
     const { deleted_at: _d, ...rest } = deleted;
-    assert.deepEqual(rest, s);
+    assert.deepEqual(sansUsage(rest), sansUsage(s));
     const gone = await cli(['browsers', 'get', id]);
     assert.notEqual(gone.exitCode, 0);
     assert.match(err(gone), /not_found/);
@@ -427,7 +427,7 @@ describe('rbrowse CLI', () => {
       assert.deepEqual(parseJson(await cli(['pools', 'ls', '--json']), 'pools ls'), (await daemon.api('GET', '/browser_pools')).body);
       assert.deepEqual(lines(out(await cli(['pools', 'ls', '-q']))), [pool.id]);
       const session = parseJson(await cli(['pools', 'acquire', 'cli-json', '--json']), 'pools acquire');
-      assert.deepEqual(session, (await daemon.api('GET', `/browsers/${session.session_id}`)).body);
+      assert.deepEqual(sansUsage(session), sansUsage((await daemon.api('GET', `/browsers/${session.session_id}`)).body));
       assert.deepEqual(session.pool, { id: pool.id, name: 'cli-json' });
 
       const id: string = session.session_id;
@@ -514,7 +514,7 @@ describe('rbrowse CLI', () => {
       assert.match(id, ID_RE);
       const viaEnv = await execa(CLI, ['ls', '--json'], { env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey }, extendEnv: false, reject: false });
       assert.equal(viaEnv.exitCode, 0, viaEnv.stderr);
-      assert.deepEqual(JSON.parse(viaEnv.stdout), (await daemon.api('GET', '/browsers')).body);
+      assert.deepEqual(sansUsage(JSON.parse(viaEnv.stdout)), sansUsage((await daemon.api('GET', '/browsers')).body));
       const rmR = await execa(CLI, ['rm', id], { env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey }, extendEnv: false, reject: false });
       assert.equal(rmR.exitCode, 0, rmR.stderr);
       const wrongKey = await execa(CLI, ['--base-url', daemon.baseUrl, '--api-key', 'nope', 'ls'], { env, extendEnv: false, reject: false });

@@ -1,7 +1,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Kernel, { APIError, BadRequestError, NotFoundError } from '@onkernel/sdk';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { startTestDaemon, type TestDaemon, sansUsage } from './helpers/daemon.js';
 
 const ID_RE = /^[a-z0-9]{24}$/;
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -66,17 +66,18 @@ describe('@onkernel/sdk against the daemon', () => {
     assert.equal(created.proxy_id, undefined);
 
     const retrieved = await kernel.browsers.retrieve(id);
-    assert.deepEqual(retrieved, created);
+    assert.deepEqual(sansUsage(retrieved), sansUsage(created));
+    assert.ok(retrieved.usage!.uptime_ms >= created.usage!.uptime_ms, 'usage.uptime_ms grows while the session runs');
 
     // proxy_id "" removes a proxy: nothing to remove, the object is unchanged.
     const { data: updated, response } = await kernel.browsers.update(id, { proxy_id: '' }).withResponse();
     assert.equal(response.status, 200);
-    assert.deepEqual(updated, created);
+    assert.deepEqual(sansUsage(updated), sansUsage(created));
 
     const noProxy = await sdkError(NotFoundError, () => kernel.browsers.update(id, { proxy_id: 'nosuchproxy0000000000000' }));
     assert.equal(noProxy.status, 404);
     assert.equal((noProxy.error as { code?: string }).code, 'not_found');
-    assert.deepEqual(await kernel.browsers.retrieve(id), created, 'a failed update changed the session');
+    assert.deepEqual(sansUsage(await kernel.browsers.retrieve(id)), sansUsage(created), 'a failed update changed the session');
 
     const { response: delResponse } = await kernel.browsers.deleteByID(id).withResponse();
     assert.equal(delResponse.status, 204);
@@ -91,8 +92,11 @@ describe('@onkernel/sdk against the daemon', () => {
     assert.equal(typeof deleted.deleted_at, 'string');
     assert.match(deleted.deleted_at!, ISO_RE);
     assert.ok(Date.parse(deleted.deleted_at!) >= Date.parse(created.created_at));
+    // An ended session's uptime is fixed: from its creation to its end.
+    assert.equal(deleted.usage!.uptime_ms, Date.parse(deleted.deleted_at!) - Date.parse(created.created_at));
+    assert.equal((await kernel.browsers.retrieve(id, { include_deleted: true })).usage!.uptime_ms, deleted.usage!.uptime_ms);
     const { deleted_at: _d, ...rest } = deleted;
-    assert.deepEqual(rest, created);
+    assert.deepEqual(sansUsage(rest), sansUsage(created));
 
     const deleteAgain = await sdkError(NotFoundError, () => kernel.browsers.deleteByID(id));
     assert.equal(deleteAgain.status, 404);

@@ -126,7 +126,8 @@ export class SessionManager {
   activity(org: OrgRecord): { session: BrowserSession; cdp_clients: number; viewers: number; timeout_at: number | null }[] {
     return this.listWhere(org, (r) => this.liveSession(r.id) !== undefined)
       .reverse()
-      .map((session) => {
+      // Without its ever-growing usage, so an idle feed's snapshots stay equal (rbrowse watch shows the age).
+      .map(({ usage: _usage, ...session }) => {
         const live = this.liveSession(session.session_id)!;
         return { session, cdp_clients: live.connected('cdp'), viewers: live.connected('viewer'), timeout_at: this.timeoutAt(session.session_id) };
       });
@@ -622,6 +623,8 @@ export class SessionManager {
       ...(r.start_url ? { start_url: r.start_url } : {}),
       ...(r.invocation_id ? { invocation_id: r.invocation_id } : {}),
       ...(r.pool ? { pool: r.pool } : {}),
+      // Kernel's session usage: the time it has run (until it ended).
+      usage: { uptime_ms: Math.max(0, (r.deleted_at ? Date.parse(r.deleted_at) : Date.now()) - Date.parse(r.created_at)) },
       ...Object.assign({}, ...this.features.map((f) => f.view?.(r) ?? {})),
     };
   }

@@ -157,6 +157,9 @@ export const BrowserSessionSchema = Type.Object(
     start_url: Type.Optional(Type.String()),
     invocation_id: Type.Optional(Type.String()),
     pool: Type.Optional(BrowserPoolRefSchema),
+    usage: Type.Optional(
+      Type.Object({ uptime_ms: Type.Integer({ description: 'How long the session has run, or ran until it ended' }) }),
+    ),
   },
   { description: 'A browser session' },
 );

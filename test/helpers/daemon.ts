@@ -176,3 +176,11 @@ export async function sessionProcessesNamed(home: string, sessionId: string, com
   const names = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')));
   return pids.filter((_, i) => names[i]!.trim() === comm);
 }
+
+/** A session object (or a list of them) without `usage`, whose uptime grows between two reads of one session. */
+export function sansUsage<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((v) => sansUsage(v)) as T;
+  if (!value || typeof value !== 'object') return value;
+  const { usage: _usage, ...rest } = value as Record<string, unknown>;
+  return rest as T;
+}
