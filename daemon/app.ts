@@ -31,7 +31,7 @@ import { Deployments } from './apps/deployments.js';
 import { Extensions } from './extensions/extensions.js';
 import { Invocations, syncCapMsFromEnv } from './invocations/invocations.js';
 import { Profiles } from './profiles/profiles.js';
-import { Proxies } from './proxies/proxies.js';
+import { parseStealthProxy, Proxies } from './proxies/proxies.js';
 import { Stealth } from './stealth/stealth.js';
 import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './reaper.js';
@@ -111,7 +111,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   let baseUrl = baseUrlFor(opts.host, opts.port);
   const publicUrl = () => baseUrl;
   const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log });
-  const proxies = new Proxies({ store, credentialsDir: paths.credentialsDir, log: opts.log });
+  const proxies = new Proxies({ store, credentialsDir: paths.credentialsDir, log: opts.log, stealthProxy: parseStealthProxy(process.env.RBROWSE_STEALTH_PROXY) });
   const deployments = new Deployments({ store, dir: paths.appsDir, log: opts.log });
   await deployments.recover();
   const invocations = new Invocations({

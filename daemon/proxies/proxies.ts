@@ -38,6 +38,30 @@ export interface ProxiesDeps {
   /** The daemon's credentials directory; passwords go to its `proxies/` subdirectory. */
   credentialsDir: string;
   log: (msg: string, extra?: object) => void;
+  /**
+   * The default proxy of stealth sessions (RBROWSE_STEALTH_PROXY), as Kernel routes them through
+   * a managed ISP proxy: used by a stealth session without a proxy of its own unless
+   * `disable_default_proxy` (create or PATCH) says direct.
+   */
+  stealthProxy?: Upstream;
+}
+
+/** RBROWSE_STEALTH_PROXY: `http://` or `https://`, optional user:password, host and port. */
+export function parseStealthProxy(value: string | undefined): Upstream | undefined {
+  if (!value) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`RBROWSE_STEALTH_PROXY is not a URL (http://[user:password@]host:port)`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.port || url.pathname !== '/') {
+    throw new Error(`RBROWSE_STEALTH_PROXY must be http://[user:password@]host:port or https://..., with its port`);
+  }
+  const protocol = url.protocol === 'https:' ? 'https' : 'http';
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const username = url.username ? decodeURIComponent(url.username) : undefined;
+  return upstreamFor({ protocol, host, port: Number(url.port), username }, url.password ? decodeURIComponent(url.password) : undefined);
 }
 
 /**
@@ -165,11 +189,16 @@ export class Proxies implements SessionFeature {
     return {
       args: [`--proxy-server=${forwarder.proxyServer}`],
       update: async (patch) => {
-        // null or omitted: unchanged; "": direct from now on. The record's org, not the launch's:
-        // a standby browser is launched before it belongs to anyone.
-        if (typeof patch.proxy_id !== 'string') return;
-        const proxy = patch.proxy_id === '' ? undefined : this.find({ id: record.org_id }, patch.proxy_id);
-        await this.routeSession(forwarder, session, proxy);
+        if (typeof patch.disable_default_proxy === 'boolean') record.disable_default_proxy = patch.disable_default_proxy;
+        // null or omitted: unchanged; "": no proxy of its own from now on (a stealth session's
+        // default, or direct). The record's org, not the launch's: a standby browser is launched
+        // before it belongs to anyone.
+        if (typeof patch.proxy_id === 'string') {
+          const proxy = patch.proxy_id === '' ? undefined : this.find({ id: record.org_id }, patch.proxy_id);
+          await this.routeSession(forwarder, session, proxy, this.defaultFor(record));
+        } else if (typeof patch.disable_default_proxy === 'boolean' && !record.proxy_id) {
+          forwarder.route(this.defaultFor(record));
+        }
       },
       // An ended session no longer holds its proxy, though its forwarder runs until Chromium is gone.
       stopping: () => void this.routes.delete(session),
@@ -181,16 +210,26 @@ export class Proxies implements SessionFeature {
     };
   }
 
-  /** Routes the session's forwarder through the body's proxy, if it names one. */
+  /** Routes the session's forwarder through the body's proxy, if it names one, else a stealth session's default. */
   async handOver({ org, body, record }: LaunchContext): Promise<undefined> {
     const forwarder = this.forwarders.get(record.id);
-    if (!body.proxy_id || !forwarder) return undefined;
+    if (!forwarder) return undefined;
+    if (body.disable_default_proxy) record.disable_default_proxy = true;
+    if (!body.proxy_id) {
+      forwarder.route(this.defaultFor(record));
+      return undefined;
+    }
     await this.routeSession(forwarder, record.id, this.find(org, body.proxy_id));
     record.proxy_id = body.proxy_id;
     return undefined;
   }
 
-  private async routeSession(forwarder: SessionForwarder, session: string, proxy: ProxyRecord | undefined): Promise<void> {
+  /** The upstream of a session without a proxy of its own: the stealth default, unless it was disabled. */
+  private defaultFor(record: SessionRecord): Upstream | undefined {
+    return record.stealth && !record.disable_default_proxy ? this.deps.stealthProxy : undefined;
+  }
+
+  private async routeSession(forwarder: SessionForwarder, session: string, proxy: ProxyRecord | undefined, fallback?: Upstream): Promise<void> {
     // Claimed before the password is read, so a concurrent delete sees the proxy in use.
     const previous = this.routes.get(session);
     if (proxy) this.routes.set(session, proxy.id);
@@ -203,7 +242,7 @@ export class Proxies implements SessionFeature {
       else this.routes.delete(session);
       throw err;
     }
-    forwarder.route(upstream);
+    forwarder.route(upstream ?? fallback);
   }
 
   private async upstreamOf(proxy: ProxyRecord): Promise<Upstream> {

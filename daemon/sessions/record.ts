@@ -26,6 +26,8 @@ export interface SessionRecord {
   tags?: Record<string, string>;
   start_url?: string;
   proxy_id?: string;
+  /** A stealth session that goes direct instead of through the default stealth proxy (RBROWSE_STEALTH_PROXY). */
+  disable_default_proxy?: boolean;
   invocation_id?: string;
   persistence?: { id: string };
   /** The profile the session loaded; save_changes: its user data is written back when it ends (saved_at: done). */

@@ -77,6 +77,9 @@ export const CreateBrowserSchema = Type.Object(
     invocation_id: Type.Optional(Type.String({ minLength: 1 })),
     persistence: Type.Optional(PersistenceSchema),
     stealth: Type.Optional(Type.Boolean()),
+    disable_default_proxy: Type.Optional(
+      Type.Boolean({ description: 'A stealth session goes direct instead of through the default stealth proxy (RBROWSE_STEALTH_PROXY)' }),
+    ),
     headless: Type.Optional(Type.Boolean()),
     timeout_seconds: Type.Optional(TimeoutSecondsSchema),
     profile: Type.Optional(ProfileSelectionSchema),
@@ -105,8 +108,8 @@ export const UpdateViewportSchema = Type.Object(
 export const UpdateBrowserSchema = Type.Object(
   {
     proxy_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-    // Kernel routes stealth sessions through a default proxy of its own; a local one has none, so
-    // the flag is accepted and changes nothing.
+    // Stealth sessions go through the daemon's default stealth proxy (RBROWSE_STEALTH_PROXY), as
+    // Kernel's through its managed one; true: direct from now on, false: through it again.
     disable_default_proxy: Type.Optional(Type.Boolean()),
     // A profile for a session that has none: its browser restarts in place with the profile's user data.
     profile: Type.Optional(ProfileSelectionSchema),
