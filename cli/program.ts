@@ -7,6 +7,7 @@ import { authCommand, daemonCommand, doctorCommand, envCommand } from './command
 import { execCommand, processCommand } from './commands/process.js';
 import { playwrightCommand } from './commands/playwright.js';
 import { logsCommand } from './commands/logs.js';
+import { telemetryCommand } from './commands/telemetry.js';
 import { curlCommand } from './commands/curl.js';
 import { replaysCommand } from './commands/replays.js';
 import { fsCommand } from './commands/fs.js';
@@ -48,6 +49,7 @@ program.addCommand(fsCommand());
 program.addCommand(processCommand());
 program.addCommand(playwrightCommand());
 program.addCommand(logsCommand());
+program.addCommand(telemetryCommand());
 program.addCommand(curlCommand());
 program.addCommand(replaysCommand());
 program.addCommand(execCommand('exec'));

@@ -8,6 +8,8 @@ import { DisplayAllocator } from './browser/xvfb.js';
 import { Sandbox } from './sandbox/sandbox.js';
 import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
 import { UpgradeRouter } from './http/upgrades.js';
+import { Telemetry } from './telemetry/telemetry.js';
+import { telemetryHandlers } from './http/routes/telemetry.js';
 import { BidiGateway, WEBDRIVER_PATH } from './webdriver/bidi-gateway.js';
 import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
 import { buildServer } from './http/server.js';
@@ -126,6 +128,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   await invocations.recover();
   const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, log: opts.log });
+  const telemetry = new Telemetry(opts.log);
   const replays = new ReplayRecorder({
     dir: paths.replaysDir,
     publicUrl,
@@ -153,7 +156,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     publicUrl,
     log: opts.log,
     // Order matters: the profile's user data is in place before extensions and the rest launch.
-    features: [profiles, extensions, proxies, stealth, invocations, replays],
+    features: [profiles, extensions, proxies, stealth, invocations, replays, telemetry],
     runtime: {
       home: opts.home,
       sessionsDir: paths.sessionsDir,
@@ -173,17 +176,18 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       return { extension_ids: extensions.resolvedIds(org, config.extensions ?? []), ...(profileId ? { profile_id: profileId } : {}) };
     },
   });
-  const gateway = new CdpGateway({ sessions, log: opts.log });
+  const gateway = new CdpGateway({ sessions, telemetry, log: opts.log });
   const watch = new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) });
   const server = await buildServer({
     auth,
     log: opts.log,
+    answered: (r) => telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id)),
     handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions, opts.log), ...poolHandlers(pools),
-      ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...computerHandlers(new ComputerControl(sessions)),
+      ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...telemetryHandlers(sessions, telemetry), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
   });
-  const liveView = new LiveView({ sessions, tokens });
+  const liveView = new LiveView({ sessions, tokens, telemetry });
   const bidi = new BidiGateway({ sessions, log: opts.log });
   await liveView.register(server);
   new UpgradeRouter(opts.log)

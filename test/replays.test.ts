@@ -139,3 +139,40 @@ describe('replays', () => {
     await kernel.browsers.deleteByID(id);
   });
 });
+
+describe('the replay size cap', () => {
+  test('a recording stops by itself at RBROWSE_REPLAY_MAX_MB, leaving a valid mp4 within it', async () => {
+    const capped = await startTestDaemon({ env: { RBROWSE_REPLAY_MAX_MB: '1' } });
+    try {
+      const k = new Kernel({ apiKey: capped.apiKey, baseURL: capped.baseUrl, maxRetries: 0, timeout: 120_000 });
+      const session = await k.browsers.create({ headless: false, viewport: { width: 1024, height: 768 } });
+      const browser = await chromium.connectOverCDP(session.cdp_ws_url);
+      try {
+        // Noise on every frame: what encodes worst, so the cap is reached within seconds.
+        await browser.contexts()[0]!.pages()[0]!.setContent(`<body style="margin:0"><canvas id="c" width="1024" height="768"></canvas><script>
+          const c = document.getElementById('c').getContext('2d');
+          const img = c.createImageData(1024, 768);
+          (function draw() { for (let i = 0; i < img.data.length; i++) img.data[i] = Math.random() * 256; c.putImageData(img, 0, 0); requestAnimationFrame(draw); })();
+        </script></body>`);
+        const started = await k.browsers.replays.start(session.session_id, { framerate: 20 });
+        const finished = (await waitFor(async () => {
+          const [r] = await k.browsers.replays.list(session.session_id);
+          return r?.finished_at ? r : undefined;
+        }, 60_000, 'the capped recording to finish by itself'))!;
+        assert.equal(finished.replay_id, started.replay_id);
+        const res = await k.browsers.replays.download(started.replay_id, { id: session.session_id });
+        const bytes = Buffer.from(await res.arrayBuffer());
+        // ffmpeg's -fs stops at the cap; the remux into the final mp4 adds its index.
+        assert.ok(bytes.length > 512 * 1024 && bytes.length < 1.2 * 1024 * 1024, `${bytes.length} bytes`);
+        const info = await probe(bytes);
+        assert.equal(info.codec, 'h264');
+        assert.equal(info.width, 1024);
+      } finally {
+        await browser.close();
+      }
+      await k.browsers.deleteByID(session.session_id);
+    } finally {
+      await capped.stop();
+    }
+  });
+});

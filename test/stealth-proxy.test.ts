@@ -50,9 +50,11 @@ describe('the default stealth proxy and disable_default_proxy', () => {
 
   test("a session's own proxy wins over the default; removing it falls back to the default; plain sessions never use it", async () => {
     const proxy = await kernel.proxies.create({ type: 'custom', config: { host: '127.0.0.1', port: own.port } });
-    const b = await kernel.browsers.create({ stealth: true, headless: true, proxy_id: proxy.id, timeout_seconds: 120 });
+    assert.ok(proxy.id);
+    const b = await kernel.browsers.create({ stealth: true, headless: true, proxy_id: proxy.id!, timeout_seconds: 120 });
     const plain = await kernel.browsers.create({ headless: true, timeout_seconds: 120 });
-    const off = await kernel.browsers.create({ stealth: true, headless: true, disable_default_proxy: true, timeout_seconds: 120 });
+    const off = await kernel.browsers.create({ stealth: true, headless: true, timeout_seconds: 120 });
+    await kernel.browsers.update(off.session_id, { disable_default_proxy: true });
     await withPage(b.cdp_ws_url, async (page) => {
       assert.equal(await route(page), 'own');
       await kernel.browsers.update(b.session_id, { proxy_id: '' });
@@ -61,6 +63,6 @@ describe('the default stealth proxy and disable_default_proxy', () => {
     await withPage(plain.cdp_ws_url, async (page) => assert.equal(await route(page), 'direct'));
     await withPage(off.cdp_ws_url, async (page) => assert.equal(await route(page), 'direct'));
     for (const s of [b, plain, off]) await kernel.browsers.deleteByID(s.session_id);
-    await kernel.proxies.delete(proxy.id);
+    await kernel.proxies.delete(proxy.id!);
   });
 });

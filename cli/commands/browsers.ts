@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { which } from '../../src/system-deps.js';
 import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
+import { TELEMETRY_CATEGORIES, type TelemetryRequest } from '../../src/api/telemetry-config.js';
 import { parseViewportArg } from '../../src/viewport.js';
 import { clientFor } from '../context.js';
 import { profileArg, profileSelection } from './profiles.js';
@@ -59,6 +60,15 @@ export function printSession(s: BrowserSession): void {
   ]);
 }
 
+/** `--telemetry`: on with the default set (no value), plus the comma-separated categories given. */
+function telemetryArg(value: string | true | TelemetryRequest): TelemetryRequest {
+  if (typeof value === 'object') return value;
+  const names = value === true ? [] : value.split(',').map((c) => c.trim()).filter(Boolean);
+  const unknown = names.filter((c) => !(TELEMETRY_CATEGORIES as readonly string[]).includes(c));
+  if (unknown.length) throw new InvalidArgumentError(`unknown categories ${unknown.join(', ')} (${TELEMETRY_CATEGORIES.join(', ')})`);
+  return { enabled: true, ...(names.length ? { browser: Object.fromEntries(names.map((c) => [c, { enabled: true }])) } : {}) };
+}
+
 /** `create` is both `rbrowse create` and `rbrowse browsers create`. */
 export function createCommand(name: string): Command {
   const cmd = new Command(name)
@@ -76,6 +86,7 @@ export function createCommand(name: string): Command {
     .option('--profile <NAME[:save]>', 'load a saved profile (id or name); :save writes changes back when the session ends', profileArg)
     .option('--extension <name>', 'load an uploaded extension (id or name; repeatable, up to 20)', (v: string, prev: string[] = []) => [...prev, v])
     .option('--proxy <id>', 'route the traffic through this proxy (rbrowse proxies create)')
+    .option('--telemetry [categories]', 'capture telemetry: the default set, plus these (comma-separated: console,network,page)', telemetryArg)
     .option('--json', 'print the API object')
     .option('-q, --quiet', 'print the session id only')
     .addHelpText('after', '\nExamples:\n  rbrowse create --viewport 1024x768 --timeout-seconds 300\n  id=$(rbrowse create --headless -q)')
@@ -91,6 +102,7 @@ export function createCommand(name: string): Command {
         ...(o.startUrl ? { start_url: o.startUrl } : {}),
         ...(o.tag ? { tags: o.tag } : {}),
         ...(o.proxy ? { proxy_id: o.proxy } : {}),
+        ...(o.telemetry ? { telemetry: telemetryArg(o.telemetry) } : {}),
       };
       const client = await clientFor(cmd);
       if (o.profile) body.profile = await profileSelection(client, o.profile);
@@ -194,6 +206,8 @@ export function browsersCommand(): Command {
     .option('--viewport <WxH[@R]>', 'resize the screen and window to a supported viewport', viewport)
     .option('--force', 'resize even while live-view viewers are connected')
     .option('--profile <NAME[:save]>', 'load a saved profile into a session that has none (its browser restarts in place)', profileArg)
+    .option('--telemetry [categories]', 'capture telemetry afresh: the default set, plus these (console,network,page)', telemetryArg)
+    .option('--no-telemetry', 'stop capturing telemetry')
     .option('--json', 'print the API object')
     .addHelpText(
       'after',
@@ -205,6 +219,7 @@ export function browsersCommand(): Command {
         params: { id },
         body: {
           ...(o.profile ? { profile: await profileSelection(client, o.profile) } : {}),
+          ...(o.telemetry === false ? { telemetry: { enabled: false } } : o.telemetry ? { telemetry: telemetryArg(o.telemetry) } : {}),
           ...(o.proxyId !== undefined ? { proxy_id: o.proxyId } : {}),
           ...(o.name !== undefined ? { name: o.name === '' ? null : o.name } : {}),
           ...(o.tag ? { tags: o.tag } : o.tags === false ? { tags: null } : {}),

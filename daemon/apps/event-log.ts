@@ -10,8 +10,11 @@ export interface EventLogLimits {
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
-/** `since` of a follow: an RFC 3339 time, or a duration ago such as 30s, 5m, 1h30m. */
-export function sinceTime(since: string | undefined, now = Date.now()): number | undefined {
+/**
+ * `since` of a follow (or another time bound, named by `field`): an RFC 3339 time, or a duration
+ * ago such as 30s, 5m, 1h30m. Milliseconds since the epoch.
+ */
+export function sinceTime(since: string | undefined, now = Date.now(), field = 'since'): number | undefined {
   if (since === undefined || since === '') return undefined;
   if (/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(since)) {
     let ms = 0;
@@ -19,7 +22,7 @@ export function sinceTime(since: string | undefined, now = Date.now()): number |
     return now - ms;
   }
   const t = /^\d{4}-\d{2}-\d{2}T/.test(since) ? Date.parse(since) : NaN;
-  if (Number.isNaN(t)) throw BadRequestError.field('since', 'must be an RFC 3339 time or a duration such as 5m');
+  if (Number.isNaN(t)) throw BadRequestError.field(field, 'must be an RFC 3339 time or a duration such as 5m');
   return t;
 }
 

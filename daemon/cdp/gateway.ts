@@ -7,6 +7,7 @@ import * as ws from 'ws';
 import { BadRequestError } from '../../src/errors.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 
 /** ws's frame reader and writer: exported by ws (Receiver, Sender), untyped in @types/ws. */
 interface WsFraming {
@@ -24,6 +25,7 @@ const OPCODES = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as 
 
 export interface GatewayDeps {
   sessions: SessionManager;
+  telemetry: Pick<Telemetry, 'record'>;
   log: (msg: string, extra?: object) => void;
 }
 
@@ -74,14 +76,26 @@ export class CdpGateway {
 
   private relay(session: LiveSession, client: Duplex, upstream: Socket, head: Buffer): void {
     let closed = false;
-    const closeBoth = () => {
+    const opened = Date.now();
+    let messages = 0;
+    let clientClosing = false;
+    this.deps.telemetry.record(session.id, { type: 'cdp_connect', category: 'connection', source: { kind: 'kernel_api' } });
+    const closeBoth = (reason: 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled' = 'client_close') => {
       if (closed) return;
       closed = true;
       release();
       client.destroy();
       upstream.destroy();
+      this.deps.telemetry.record(session.id, {
+        type: 'cdp_disconnect',
+        category: 'connection',
+        source: { kind: 'kernel_api' },
+        // message_count: the client's messages (the browser's reach it spliced, unparsed).
+        data: { duration_ms: Date.now() - opened, message_count: messages, reason },
+      });
     };
-    const release = session.hold('cdp', closeBoth);
+    // Cut by the daemon: the session ended, or its browser restarted in place.
+    const release = session.hold('cdp', () => closeBoth(session.isStopping ? 'context_cancelled' : 'upstream_changed'));
     upstream.setNoDelay(true);
     (client as Socket).setNoDelay?.(true);
     upstream.pipe(client);
@@ -100,6 +114,7 @@ export class CdpGateway {
       }
     };
     receiver.on('message', (data: Buffer, isBinary: boolean) => {
+      messages++;
       const close = isBinary ? undefined : browserClose(data);
       if (close) return this.endOnAnswer(close, upstream, client, send, closeBoth);
       send(data, isBinary ? OPCODES.binary : OPCODES.text);
@@ -108,17 +123,18 @@ export class CdpGateway {
     receiver.on('pong', (data: Buffer) => send(data, OPCODES.pong));
     // The client's close goes to Chromium, whose answering close frame reaches the client through the splice.
     receiver.on('conclude', (code: number, reason: Buffer) => {
+      clientClosing = true;
       const body = code === 1005 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([code >> 8, code & 0xff]), reason]);
       send(body, OPCODES.close);
       client.pause();
     });
-    receiver.on('error', closeBoth);
+    receiver.on('error', () => closeBoth());
     client.on('data', (chunk: Buffer) => receiver.write(chunk));
     if (head.length) receiver.write(head);
-    client.on('close', closeBoth);
-    upstream.on('close', closeBoth);
-    client.on('error', closeBoth);
-    upstream.on('error', closeBoth);
+    client.on('close', () => closeBoth());
+    upstream.on('close', () => closeBoth(session.isStopping ? 'context_cancelled' : clientClosing ? 'client_close' : 'upstream_error'));
+    client.on('error', () => closeBoth());
+    upstream.on('error', () => closeBoth('upstream_error'));
   }
 
   /**

@@ -26,10 +26,23 @@ declare module 'fastify' {
   }
 }
 
+/** One answered request of an organization's route, for those who keep a trail of them (telemetry). */
+export interface AnsweredRequest {
+  operationId: OperationId;
+  url: string;
+  params: Record<string, string>;
+  org: OrgRecord;
+  status: number;
+  durationMs: number;
+  requestId: string;
+}
+
 export interface ServerDeps {
   auth: Auth;
   handlers: Handlers;
   log: (msg: string, extra?: object) => void;
+  /** Called after each answered request an organization made (not admin, jwt or public ones). */
+  answered?: (r: AnsweredRequest) => void;
 }
 
 /**
@@ -133,6 +146,23 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (!org) throw new UnauthorizedError();
     req.org = org;
   });
+
+  if (deps.answered) {
+    const answered = deps.answered;
+    app.addHook('onResponse', async (req, reply) => {
+      const operationId = (req.routeOptions.schema as { operationId?: OperationId } | undefined)?.operationId;
+      if (!req.org || !operationId) return;
+      answered({
+        operationId,
+        url: req.routeOptions.url ?? '',
+        params: (req.params ?? {}) as Record<string, string>,
+        org: req.org,
+        status: reply.statusCode,
+        durationMs: Math.round(reply.elapsedTime),
+        requestId: String(req.id),
+      });
+    });
+  }
 
   // A route with an all-optional body still validates when the client sends none.
   app.addHook('preValidation', async (req) => {

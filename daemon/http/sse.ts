@@ -18,9 +18,14 @@ export class EventStream {
   private readonly closeListeners: (() => void)[] = [];
   private ended = false;
 
-  constructor(opts: { heartbeatMs?: number } = {}) {
+  /**
+   * `comments`: heartbeats are comment lines, for streams whose every data frame must be one of
+   * their records (telemetry, as Kernel documents it), where an `sse_heartbeat` object would be
+   * read as one.
+   */
+  constructor(opts: { heartbeatMs?: number; comments?: boolean } = {}) {
     this.heartbeat = setInterval(
-      () => this.send({ event: 'sse_heartbeat', timestamp: new Date().toISOString() }),
+      () => (opts.comments ? this.write(': keepalive\n\n') : this.send({ event: 'sse_heartbeat', timestamp: new Date().toISOString() })),
       opts.heartbeatMs ?? HEARTBEAT_MS,
     );
     this.heartbeat.unref();
@@ -42,7 +47,16 @@ export class EventStream {
   }
 
   send(event: StreamEvent): void {
-    if (!this.ended) this.body.write(`data: ${JSON.stringify(event)}\n\n`);
+    this.write(`data: ${JSON.stringify(event)}\n\n`);
+  }
+
+  /** A record of a stream with ids (telemetry): `id:` lets a client resume with Last-Event-ID. JSON given as a string is sent as it is. */
+  sendRecord(id: number, record: object | string): void {
+    this.write(`id: ${id}\ndata: ${typeof record === 'string' ? record : JSON.stringify(record)}\n\n`);
+  }
+
+  private write(frame: string): void {
+    if (!this.ended) this.body.write(frame);
   }
 
   /** Ends the stream (after a terminal event); the listeners run once. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createConnection, type Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
@@ -10,6 +11,7 @@ import { ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js'
 import type { LiveSession } from '../sessions/live-session.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { SessionTokens } from '../tokens.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 import { liveViewPage } from './page.js';
 import { RfbPacer } from './rfb-pacer.js';
 
@@ -23,6 +25,7 @@ const novncRoot = () => dirname(dirname(createRequire(import.meta.url).resolve('
 
 export interface LiveViewDeps {
   sessions: SessionManager;
+  telemetry: Pick<Telemetry, 'record'>;
   tokens: SessionTokens;
 }
 
@@ -78,9 +81,24 @@ export class LiveView {
 
   private bridge(session: LiveSession, viewer: WebSocket, vnc: Socket): void {
     const release = session.hold('viewer', () => viewer.close(1001, 'browser session ended'));
+    // data.session_id names the viewer's connection, as Kernel's does.
+    const connection = randomUUID();
+    const opened = Date.now();
+    const source = { kind: 'kernel_api' } as const;
+    this.deps.telemetry.record(session.id, { type: 'live_view_connect', category: 'connection', source, data: { session_id: connection } });
     // The refresh rate caps the frames a viewer gets (a resize drops viewers, so it cannot change under one).
     const pacer = new RfbPacer(1000 / session.record.viewport.refresh_rate, (bytes) => vnc.write(bytes));
+    let closed = false;
     const closeBoth = () => {
+      if (!closed) {
+        closed = true;
+        this.deps.telemetry.record(session.id, {
+          type: 'live_view_disconnect',
+          category: 'connection',
+          source,
+          data: { session_id: connection, duration_ms: Date.now() - opened },
+        });
+      }
       release();
       pacer.close();
       vnc.destroy();

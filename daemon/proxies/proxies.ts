@@ -40,8 +40,8 @@ export interface ProxiesDeps {
   log: (msg: string, extra?: object) => void;
   /**
    * The default proxy of stealth sessions (RBROWSE_STEALTH_PROXY), as Kernel routes them through
-   * a managed ISP proxy: used by a stealth session without a proxy of its own unless
-   * `disable_default_proxy` (create or PATCH) says direct.
+   * a managed ISP proxy: used by a stealth session without a proxy of its own unless a PATCH
+   * with `disable_default_proxy` says direct.
    */
   stealthProxy?: Upstream;
 }
@@ -214,7 +214,6 @@ export class Proxies implements SessionFeature {
   async handOver({ org, body, record }: LaunchContext): Promise<undefined> {
     const forwarder = this.forwarders.get(record.id);
     if (!forwarder) return undefined;
-    if (body.disable_default_proxy) record.disable_default_proxy = true;
     if (!body.proxy_id) {
       forwarder.route(this.defaultFor(record));
       return undefined;

@@ -398,6 +398,8 @@ export class LiveSession {
   /** Resolves whether Chromium closed by itself on Browser.close (else it had to be killed). */
   stop(): Promise<{ graceful: boolean }> {
     this.stopping ??= (async () => {
+      // A restart in place finishes first, so the browser closed below is the one it started.
+      await this.restarting;
       for (const close of [...this.closers.keys()]) close();
       for (const f of this.features) f.stopping?.();
       await this.processRunner?.stop();

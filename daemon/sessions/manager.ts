@@ -464,6 +464,12 @@ export class SessionManager {
     return session;
   }
 
+  /** The id of the org's running session of this id or name, if there is one. */
+  liveIdOf(org: OrgRecord, idOrName: string): string | undefined {
+    const record = this.deps.store.data.sessions.find((s) => s.org_id === org.id && !s.deleted_at && (s.id === idOrName || s.name === idOrName));
+    return record && this.liveSession(record.id) ? record.id : undefined;
+  }
+
   /** The live session for a CDP or live-view connection, if it still runs. */
   liveSession(id: string): LiveSession | undefined {
     const s = this.live.get(id);

@@ -12,6 +12,7 @@ import { processRoutes } from './process.js';
 import { playwrightRoutes } from './playwright.js';
 import { curlRoutes } from './curl.js';
 import { replayRoutes } from './replays.js';
+import { telemetryRoutes } from './telemetry.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -488,6 +489,7 @@ export const routes = {
   ...playwrightRoutes,
   ...curlRoutes,
   ...replayRoutes,
+  ...telemetryRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

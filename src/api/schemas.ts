@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { TelemetryConfigSchema, TelemetryRequestSchema } from './telemetry-config.js';
 
 /** Bodies refuse unknown fields: a typo such as `timout_seconds` must be a 400, not silently dropped. */
 const strict = { additionalProperties: false } as const;
@@ -77,9 +78,6 @@ export const CreateBrowserSchema = Type.Object(
     invocation_id: Type.Optional(Type.String({ minLength: 1 })),
     persistence: Type.Optional(PersistenceSchema),
     stealth: Type.Optional(Type.Boolean()),
-    disable_default_proxy: Type.Optional(
-      Type.Boolean({ description: 'A stealth session goes direct instead of through the default stealth proxy (RBROWSE_STEALTH_PROXY)' }),
-    ),
     headless: Type.Optional(Type.Boolean()),
     timeout_seconds: Type.Optional(TimeoutSecondsSchema),
     profile: Type.Optional(ProfileSelectionSchema),
@@ -90,6 +88,7 @@ export const CreateBrowserSchema = Type.Object(
     name: Type.Optional(SessionNameSchema),
     tags: Type.Optional(TagsSchema),
     start_url: Type.Optional(StartUrlSchema),
+    telemetry: Type.Optional(Type.Union([TelemetryRequestSchema, Type.Null()])),
   },
   strict,
 );
@@ -111,6 +110,7 @@ export const UpdateBrowserSchema = Type.Object(
     // Stealth sessions go through the daemon's default stealth proxy (RBROWSE_STEALTH_PROXY), as
     // Kernel's through its managed one; true: direct from now on, false: through it again.
     disable_default_proxy: Type.Optional(Type.Boolean()),
+    telemetry: Type.Optional(Type.Union([TelemetryRequestSchema, Type.Null()])),
     // A profile for a session that has none: its browser restarts in place with the profile's user data.
     profile: Type.Optional(ProfileSelectionSchema),
     viewport: Type.Optional(UpdateViewportSchema),
@@ -160,6 +160,7 @@ export const BrowserSessionSchema = Type.Object(
     start_url: Type.Optional(Type.String()),
     invocation_id: Type.Optional(Type.String()),
     pool: Type.Optional(BrowserPoolRefSchema),
+    telemetry: Type.Optional(Type.Union([TelemetryConfigSchema, Type.Null()], { description: 'The categories captured; absent while telemetry is off' })),
     usage: Type.Optional(
       Type.Object({ uptime_ms: Type.Integer({ description: 'How long the session has run, or ran until it ended' }) }),
     ),

@@ -1,0 +1,129 @@
+import type { TelemetryEnvelope, TelemetryEventsQuery } from '../../src/api/telemetry.js';
+import { sinceTime } from '../apps/event-log.js';
+import type { EventStream } from '../http/sse.js';
+import type { ListPage } from '../paging.js';
+import { CdpMonitor } from './cdp-monitor.js';
+import { CDP_CATEGORIES, type Categories } from './config.js';
+
+export type TelemetryEvent = TelemetryEnvelope['event'];
+
+/** Events kept per session, by count and by size (the oldest go first); a gap in seq tells a reader some went. */
+const MAX_EVENTS = 10_000;
+const MAX_BYTES = 16 * 1024 ** 2;
+/** One event, as JSON, at most: bigger is cut to its context and marked truncated. */
+const MAX_DATA_CHARS = 64 * 1024;
+const DEFAULT_WINDOW_MS = 5 * 60_000;
+
+/**
+ * One session's telemetry: the categories it captures, its events (seq-numbered, bounded), their
+ * live readers, and the CDP monitor when a CDP category is on. The monitor follows the browser:
+ * it is started again on each (re)start of Chromium.
+ */
+export class SessionTelemetry {
+  private readonly events: TelemetryEnvelope[] = [];
+  /** The JSON size of each kept event, in order, and their sum. */
+  private readonly sizes: number[] = [];
+  private bytes = 0;
+  private seq = 0;
+  private readonly readers = new Set<EventStream>();
+  private monitor?: CdpMonitor;
+  private wsUrl?: string;
+
+  constructor(
+    public categories: Categories | null,
+    private readonly log: (msg: string, extra?: object) => void,
+  ) {}
+
+  /** Records an event if its category is captured (`monitor`: whenever a CDP category is). */
+  record(event: TelemetryEvent): void {
+    const c = this.categories;
+    if (!c) return;
+    const captured = event.category === 'monitor' ? CDP_CATEGORIES.some((k) => c[k]) : c[event.category as keyof Categories] === true;
+    if (!captured) return;
+    let envelope = { seq: ++this.seq, event };
+    let json = JSON.stringify(envelope);
+    if (json.length > MAX_DATA_CHARS) {
+      envelope = { seq: envelope.seq, event: truncated(event) };
+      json = JSON.stringify(envelope);
+    }
+    const size = json.length;
+    this.events.push(envelope);
+    this.sizes.push(size);
+    this.bytes += size;
+    let drop = 0;
+    while (this.events.length - drop > MAX_EVENTS || this.bytes > MAX_BYTES) this.bytes -= this.sizes[drop++]!;
+    if (drop) {
+      this.events.splice(0, drop);
+      this.sizes.splice(0, drop);
+    }
+    for (const reader of this.readers) reader.sendRecord(envelope.seq, json);
+  }
+
+  /** The browser is up (again): the monitor attaches to it if a CDP category is on. */
+  async browserStarted(wsUrl: string): Promise<void> {
+    this.wsUrl = wsUrl;
+    await this.restartMonitor();
+  }
+
+  /** A PATCH changed the categories: the monitor starts, stops or changes what it enables. */
+  async reconfigure(categories: Categories | null): Promise<void> {
+    this.categories = categories;
+    await this.restartMonitor();
+  }
+
+  /** A page of events: asc from `since` (or after the `offset` seq), desc back from `until` (or before `offset`). */
+  page(q: TelemetryEventsQuery, now = Date.now()): ListPage<TelemetryEnvelope> {
+    const limit = q.limit ?? 100;
+    const wanted = q.category?.length ? new Set<string>(q.category) : undefined;
+    const untilMs = q.until === undefined ? Infinity : sinceTime(q.until, now, 'until')!;
+    let items: TelemetryEnvelope[];
+    if (q.order === 'desc') {
+      const before = q.offset ?? Infinity;
+      items = this.events.filter((e) => e.seq < before && e.event.ts / 1000 < untilMs).reverse();
+    } else {
+      const sinceMs = q.offset === undefined ? (sinceTime(q.since, now) ?? now - DEFAULT_WINDOW_MS) : -Infinity;
+      items = this.events.filter((e) => e.seq > (q.offset ?? 0) && e.event.ts / 1000 >= sinceMs && e.event.ts / 1000 < untilMs);
+    }
+    const page = items.slice(0, limit);
+    const hasMore = items.length > limit;
+    // The category filter applies within the page, so a filtered page may be empty while more follow.
+    return { items: wanted ? page.filter((e) => wanted.has(e.event.category)) : page, hasMore, nextOffset: hasMore ? page.at(-1)!.seq : 0 };
+  }
+
+  /** A live reader: after `afterSeq` (Last-Event-ID), from the oldest kept (`replay=all`), or new events only. */
+  follow(stream: EventStream, from: { afterSeq?: number; all?: boolean }): void {
+    const after = from.afterSeq ?? (from.all ? 0 : this.seq);
+    for (const e of this.events) if (e.seq > after) stream.sendRecord(e.seq, e);
+    this.readers.add(stream);
+    stream.onClose(() => this.readers.delete(stream));
+  }
+
+  /** The session ended: readers are told by the end of their stream, and the monitor goes. */
+  close(): void {
+    for (const reader of [...this.readers]) reader.end();
+    this.monitor?.close();
+    this.monitor = undefined;
+    this.wsUrl = undefined;
+  }
+
+  private async restartMonitor(): Promise<void> {
+    this.monitor?.close();
+    this.monitor = undefined;
+    const c = this.categories;
+    if (!this.wsUrl || !c || !CDP_CATEGORIES.some((k) => c[k])) return;
+    const at = Date.now() * 1000;
+    try {
+      this.monitor = await CdpMonitor.start(this.wsUrl, c, (e) => this.record(e));
+    } catch (err) {
+      this.log('telemetry monitor failed to start', { error: String(err) });
+      this.record({ type: 'monitor_init_failed', category: 'monitor', ts: at, source: { kind: 'local_process' }, data: { error: String(err) } });
+    }
+  }
+}
+
+/** An event too large keeps only its context fields, marked truncated. */
+function truncated(event: TelemetryEvent): TelemetryEvent {
+  const keep = ['target_id', 'target_type', 'session_id', 'frame_id', 'loader_id', 'nav_seq', 'url', 'request_id', 'status', 'method', 'level'];
+  const data = Object.fromEntries(Object.entries(event.data ?? {}).filter(([k, v]) => keep.includes(k) && (typeof v !== 'string' || v.length < 8192)));
+  return { ...event, data, truncated: true };
+}

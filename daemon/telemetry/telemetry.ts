@@ -1,0 +1,98 @@
+import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { TelemetryEnvelope, TelemetryEventsQuery } from '../../src/api/telemetry.js';
+import type { OrgRecord } from '../auth.js';
+import type { AnsweredRequest } from '../http/server.js';
+import { EventStream } from '../http/sse.js';
+import type { ListPage } from '../paging.js';
+import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
+import type { SessionRecord } from '../sessions/record.js';
+import { configView, resolveCategories } from './config.js';
+import { SessionTelemetry, type TelemetryEvent } from './session-telemetry.js';
+
+/**
+ * Kernel's browser telemetry: a session feature holding each running session's SessionTelemetry,
+ * configured by the create and PATCH bodies' `telemetry`, and the one place other parts report
+ * to (the CDP gateway and live view their connections, the HTTP server the session's API calls).
+ * A session's events live as long as it runs.
+ */
+export class Telemetry implements SessionFeature {
+  private readonly sessions = new Map<string, SessionTelemetry>();
+
+  constructor(private readonly log: (msg: string, extra?: object) => void) {}
+
+  /** Reports an event of a running session (dropped unless its category is captured). */
+  record(sessionId: string, event: Omit<TelemetryEvent, 'ts'> & { ts?: number }): void {
+    this.sessions.get(sessionId)?.record({ ts: Date.now() * 1000, ...event });
+  }
+
+  /**
+   * control/api_call: an answered request of the session's browser-level API (`/browsers/{id}/...`,
+   * telemetry's own reads aside), as Kernel records the calls its in-VM API server handles.
+   */
+  answered(r: AnsweredRequest, sessionOf: (org: OrgRecord, idOrName: string) => string | undefined): void {
+    if (!r.url.startsWith('/browsers/:id/') || r.operationId.startsWith('telemetry')) return;
+    const id = r.params.id === undefined ? undefined : sessionOf(r.org, r.params.id);
+    if (!id) return;
+    this.record(id, {
+      type: 'api_call',
+      category: 'control',
+      source: { kind: 'kernel_api' },
+      data: { operation_id: r.operationId, status: r.status, duration_ms: r.durationMs, request_id: r.requestId },
+    });
+  }
+
+  /** A page of a session's events; an ended session (or one never captured) has none. */
+  events(sessionId: string, q: TelemetryEventsQuery): ListPage<TelemetryEnvelope> {
+    return this.sessions.get(sessionId)?.page(q) ?? { items: [], hasMore: false, nextOffset: 0 };
+  }
+
+  /** A live stream of a running session's events; it ends when the session does. */
+  stream(sessionId: string, from: { afterSeq?: number; all?: boolean }): EventStream {
+    const stream = new EventStream({ comments: true });
+    const telemetry = this.sessions.get(sessionId);
+    if (telemetry) telemetry.follow(stream, from);
+    else stream.end();
+    return stream;
+  }
+
+  // --- SessionFeature ---
+
+  check(_org: OrgRecord, body: CreateBrowserBody): void {
+    resolveCategories(body.telemetry, undefined, 'create');
+  }
+
+  checkUpdate(_org: OrgRecord, _record: SessionRecord, body: UpdateBrowserBody): void {
+    if (body.telemetry !== undefined) resolveCategories(body.telemetry, null, 'update');
+  }
+
+  launch(ctx: LaunchContext): Promise<FeatureLaunch> {
+    const telemetry = new SessionTelemetry(resolveCategories(ctx.body.telemetry, undefined, 'create'), this.log);
+    this.sessions.set(ctx.record.id, telemetry);
+    const id = ctx.record.id;
+    return Promise.resolve({
+      started: ({ wsUrl }) => telemetry.browserStarted(wsUrl),
+      update: async (patch) => {
+        if (patch.telemetry !== undefined) await telemetry.reconfigure(resolveCategories(patch.telemetry, telemetry.categories, 'update'));
+      },
+      // The trail goes when the session ends (DELETE answers after this): nothing of it lingers.
+      stopping: () => this.drop(id, telemetry),
+      release: () => this.drop(id, telemetry),
+    });
+  }
+
+  /** A standby browser (launched with telemetry off) takes the create body's configuration. */
+  async handOver(ctx: LaunchContext): Promise<undefined> {
+    await this.sessions.get(ctx.record.id)?.reconfigure(resolveCategories(ctx.body.telemetry, undefined, 'create'));
+    return undefined;
+  }
+
+  private drop(id: string, telemetry: SessionTelemetry): void {
+    telemetry.close();
+    if (this.sessions.get(id) === telemetry) this.sessions.delete(id);
+  }
+
+  view(record: SessionRecord): Partial<BrowserSession> {
+    const categories = this.sessions.get(record.id)?.categories;
+    return categories && !record.deleted_at ? { telemetry: configView(categories) } : {};
+  }
+}
