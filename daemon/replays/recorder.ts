@@ -16,6 +16,9 @@ const START_MS = 10_000;
 /** A screencast's ffmpeg that still runs after this has taken its input. */
 const SCREENCAST_SETTLE_MS = 500;
 
+/** The largest fragment of a recording's file: how far past -fs it may grow. */
+const FRAGMENT_BYTES = 256 * 1024;
+
 export interface ReplayRecorderDeps {
   /** Where replays are kept: one directory per session, outside the session's own (which goes when it ends). */
   dir: string;
@@ -101,8 +104,11 @@ export class ReplayRecorder implements SessionFeature {
     const part = join(dir, `${record.replay_id}.part.mp4`);
     const output = [
       '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p',
-      '-movflags', '+frag_keyframe+empty_moov', '-frag_duration', '2000000',
-      '-fs', `${this.deps.maxMegabytes}M`,
+      // Fragments also flush at FRAGMENT_BYTES: -fs is checked as the file grows, so a busy
+      // screen (megabytes a second) cannot overshoot by a whole 2-second fragment; the limit
+      // leaves room for the last fragment and the final index, so the mp4 stays within the cap.
+      '-movflags', '+frag_keyframe+empty_moov', '-frag_duration', '2000000', '-frag_size', String(FRAGMENT_BYTES),
+      '-fs', String(Math.max(this.deps.maxMegabytes * 1024 ** 2 - 2 * FRAGMENT_BYTES, (this.deps.maxMegabytes * 1024 ** 2) / 2)),
       ...(body.max_duration_in_seconds ? ['-t', String(body.max_duration_in_seconds)] : []),
       '-y', part,
     ];
