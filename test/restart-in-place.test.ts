@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import Kernel, { BadRequestError, ConflictError } from '@onkernel/sdk';
+import { describe, test } from 'node:test';
+import { BadRequestError, ConflictError } from '@onkernel/sdk';
 import { chromium, type Browser } from 'playwright';
-import { ROOT, startSdkDaemon, type TestDaemon } from './helpers/daemon.js';
-import { startFixtureServer } from './helpers/fixtures.js';
+import { ROOT } from './helpers/daemon.js';
+import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
 import { zipOf } from './helpers/zip.js';
 
 const FIXTURES = join(ROOT, 'fixtures', 'extensions');
 
-let d: TestDaemon;
-let kernel: Kernel;
-let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
-before(async () => {
-  ({ d, kernel } = await startSdkDaemon());
-  fixtures = await startFixtureServer();
-});
-after(async () => {
-  await fixtures?.close();
-  await d?.stop();
-});
+const env = sdkDaemonWithFixtures();
 
 const zipFile = async (dir: string) => new File([new Uint8Array(await zipOf({ dir: join(FIXTURES, dir) }))], `${dir}.zip`, { type: 'application/zip' });
 
@@ -30,7 +20,7 @@ async function inspect(cdpUrl: string): Promise<{ url: string; marks: Record<str
     const context = browser.contexts()[0]!;
     const url = context.pages()[0]?.url() ?? '';
     const page = await context.newPage();
-    await page.goto(`${fixtures.url}/hello.html`);
+    await page.goto(`${env.fixtures.url}/hello.html`);
     await page.waitForFunction(() => document.readyState === 'complete');
     const marks = await page.evaluate(() => ({ ...document.documentElement.dataset }) as Record<string, string>);
     const cookie = await page.evaluate(() => document.cookie);
@@ -45,7 +35,7 @@ async function setCookie(cdpUrl: string, path: string, value: string): Promise<v
   const browser = await chromium.connectOverCDP(cdpUrl);
   try {
     const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
-    await page.goto(`${fixtures.url}${path}`);
+    await page.goto(`${env.fixtures.url}${path}`);
     await page.evaluate((v) => void (document.cookie = `kept=${v}; max-age=3600`), value);
   } finally {
     await browser.close();
@@ -54,14 +44,14 @@ async function setCookie(cdpUrl: string, path: string, value: string): Promise<v
 
 describe('loadExtensions: extensions sent to a running session', () => {
   test('loaded by a restart in place: same session, jwts, files, cookies and page; an old CDP client is dropped', async () => {
-    const b = await kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
     await setCookie(b.cdp_ws_url, '/hello.html', 'before-restart');
-    await kernel.browsers.fs.writeFile(b.session_id, Buffer.from('still here'), { path: '/home/kernel/note.txt' });
+    await env.kernel.browsers.fs.writeFile(b.session_id, Buffer.from('still here'), { path: '/home/kernel/note.txt' });
     const connected: Browser = await chromium.connectOverCDP(b.cdp_ws_url);
     const dropped = new Promise<void>((resolve) => connected.once('disconnected', () => resolve()));
     try {
       assert.deepEqual((await inspect(b.cdp_ws_url)).marks, {});
-      await kernel.browsers.loadExtensions(b.session_id, {
+      await env.kernel.browsers.loadExtensions(b.session_id, {
         extensions: [
           { name: 'content-mark', zip_file: await zipFile('content-mark') },
           { name: 'second', zip_file: await zipFile('second-mark') },
@@ -71,69 +61,69 @@ describe('loadExtensions: extensions sent to a running session', () => {
     } finally {
       await connected.close().catch(() => {});
     }
-    const after = await kernel.browsers.retrieve(b.session_id);
+    const after = await env.kernel.browsers.retrieve(b.session_id);
     assert.equal(after.cdp_ws_url, b.cdp_ws_url, 'the same jwt opens the restarted browser');
     assert.equal(after.deleted_at, undefined);
     const seen = await inspect(b.cdp_ws_url);
     assert.equal(seen.marks.rbrowseExt, 'content-mark');
     assert.ok(seen.marks.rbrowseSecond, JSON.stringify(seen.marks));
     assert.equal(seen.cookie, 'kept=before-restart', 'the profile (its cookies) survives the restart');
-    assert.equal(seen.url, `${fixtures.url}/hello.html`, 'the page it showed is opened again');
-    const note = await kernel.browsers.fs.readFile(b.session_id, { path: '/home/kernel/note.txt' });
+    assert.equal(seen.url, `${env.fixtures.url}/hello.html`, 'the page it showed is opened again');
+    const note = await env.kernel.browsers.fs.readFile(b.session_id, { path: '/home/kernel/note.txt' });
     assert.equal(await note.text(), 'still here');
-    await kernel.browsers.deleteByID(b.session_id);
+    await env.kernel.browsers.deleteByID(b.session_id);
   });
 
   test('a zip without a manifest, a missing name or no extension at all is a 400, and the browser is not restarted', async () => {
-    const b = await kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
     const connected = await chromium.connectOverCDP(b.cdp_ws_url);
     try {
       const noManifest = new File([new Uint8Array(await zipOf([{ name: 'readme.txt', data: 'hi' }]))], 'x.zip');
-      await assert.rejects(kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'x', zip_file: noManifest }] }), BadRequestError);
+      await assert.rejects(env.kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'x', zip_file: noManifest }] }), BadRequestError);
       await assert.rejects(
-        kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: '../escape', zip_file: await zipFile('content-mark') }] }),
+        env.kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: '../escape', zip_file: await zipFile('content-mark') }] }),
         BadRequestError,
       );
-      await assert.rejects(kernel.browsers.loadExtensions(b.session_id, { extensions: [] }), BadRequestError);
+      await assert.rejects(env.kernel.browsers.loadExtensions(b.session_id, { extensions: [] }), BadRequestError);
       assert.equal(connected.isConnected(), true, 'a refused load leaves the running browser alone');
     } finally {
       await connected.close();
     }
-    await kernel.browsers.deleteByID(b.session_id);
+    await env.kernel.browsers.deleteByID(b.session_id);
   });
 });
 
 describe('restarts in place, the harder cases', () => {
   test('an extension Chromium will not load is a 400 after the restart, which is undone: the session runs on without it', async () => {
-    const b = await kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
     // Its content script is missing: Chromium skips the extension without a word.
     const broken = await zipOf([
       { name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'broken', version: '1', content_scripts: [{ matches: ['<all_urls>'], js: ['gone.js'] }] }) },
     ]);
     await assert.rejects(
-      kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'broken', zip_file: new File([new Uint8Array(broken)], 'b.zip') }] }),
+      env.kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'broken', zip_file: new File([new Uint8Array(broken)], 'b.zip') }] }),
       (err: unknown) => err instanceof BadRequestError && /did not load extension "broken"/.test(err.message),
     );
     // A manifest_version 2 extension is refused before any restart.
     await assert.rejects(
-      kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'legacy', zip_file: await zipFile('legacy-mv2') }] }),
+      env.kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'legacy', zip_file: await zipFile('legacy-mv2') }] }),
       (err: unknown) => err instanceof BadRequestError && /manifest_version 2/.test(err.message),
     );
     const seen = await inspect(b.cdp_ws_url);
     assert.deepEqual(seen.marks, {});
-    assert.equal((await kernel.browsers.retrieve(b.session_id)).deleted_at, undefined);
-    await kernel.browsers.deleteByID(b.session_id);
+    assert.equal((await env.kernel.browsers.retrieve(b.session_id)).deleted_at, undefined);
+    await env.kernel.browsers.deleteByID(b.session_id);
   });
 
   test('a headful stealth session stays stealthy and keeps its display across the restart', async () => {
-    const b = await kernel.browsers.create({ headless: false, stealth: true, timeout_seconds: 120 });
-    const shot = async () => Buffer.from(await (await kernel.browsers.computer.captureScreenshot(b.session_id)).arrayBuffer());
+    const b = await env.kernel.browsers.create({ headless: false, stealth: true, timeout_seconds: 120 });
+    const shot = async () => Buffer.from(await (await env.kernel.browsers.computer.captureScreenshot(b.session_id)).arrayBuffer());
     assert.ok((await shot()).length > 0);
-    await kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'content-mark', zip_file: await zipFile('content-mark') }] });
+    await env.kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'content-mark', zip_file: await zipFile('content-mark') }] });
     const browser = await chromium.connectOverCDP(b.cdp_ws_url);
     try {
       const page = await browser.contexts()[0]!.newPage();
-      await page.goto(`${fixtures.url}/hello.html`);
+      await page.goto(`${env.fixtures.url}/hello.html`);
       const probe = await page.evaluate(() => ({ webdriver: navigator.webdriver, ua: navigator.userAgent, mark: document.documentElement.dataset.rbrowseExt }));
       assert.equal(probe.webdriver, false);
       assert.doesNotMatch(probe.ua, /Headless/);
@@ -142,24 +132,24 @@ describe('restarts in place, the harder cases', () => {
       await browser.close();
     }
     assert.ok((await shot()).length > 0, 'the display is still there');
-    await kernel.browsers.deleteByID(b.session_id);
+    await env.kernel.browsers.deleteByID(b.session_id);
   });
 });
 
 describe('PATCH /browsers/{id} with a profile', () => {
   test("a session without a profile gets one: the browser restarts with the profile's user data; a second is a 409", async () => {
-    const profile = await kernel.profiles.create({ name: `patched-${Date.now()}` });
-    const writer = await kernel.browsers.create({ headless: true, profile: { id: profile.id, save_changes: true } });
+    const profile = await env.kernel.profiles.create({ name: `patched-${Date.now()}` });
+    const writer = await env.kernel.browsers.create({ headless: true, profile: { id: profile.id, save_changes: true } });
     await setCookie(writer.cdp_ws_url, '/hello.html', 'from-profile');
-    await kernel.browsers.deleteByID(writer.session_id);
+    await env.kernel.browsers.deleteByID(writer.session_id);
 
-    const b = await kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
     assert.equal((await inspect(b.cdp_ws_url)).cookie, '');
-    const updated = await kernel.browsers.update(b.session_id, { profile: { name: profile.name! } });
+    const updated = await env.kernel.browsers.update(b.session_id, { profile: { name: profile.name! } });
     assert.equal(updated.profile?.id, profile.id);
     assert.equal((await inspect(b.cdp_ws_url)).cookie, 'kept=from-profile');
-    await assert.rejects(kernel.browsers.update(b.session_id, { profile: { id: profile.id } }), ConflictError);
-    assert.equal((await kernel.browsers.retrieve(b.session_id)).profile?.id, profile.id);
-    await kernel.browsers.deleteByID(b.session_id);
+    await assert.rejects(env.kernel.browsers.update(b.session_id, { profile: { id: profile.id } }), ConflictError);
+    assert.equal((await env.kernel.browsers.retrieve(b.session_id)).profile?.id, profile.id);
+    await env.kernel.browsers.deleteByID(b.session_id);
   });
 });

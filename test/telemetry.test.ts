@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import Kernel, { BadRequestError, NotFoundError } from '@onkernel/sdk';
+import { describe, test } from 'node:test';
+import { BadRequestError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { resolveCategories } from '../daemon/telemetry/config.js';
-import { startSdkDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
-import { startFixtureServer } from './helpers/fixtures.js';
+import { waitFor } from './helpers/daemon.js';
+import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
 
 type Envelope = { seq: number; event: { type: string; category: string; ts: number; source: { kind: string }; data?: Record<string, any> } };
 
@@ -36,23 +36,13 @@ describe('telemetry configuration (pure)', () => {
 });
 
 describe('telemetry of a session (events and stream)', () => {
-  let d: TestDaemon;
-  let kernel: Kernel;
-  let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
-  before(async () => {
-    ({ d, kernel } = await startSdkDaemon());
-    fixtures = await startFixtureServer();
-  });
-  after(async () => {
-    await fixtures?.close();
-    await d?.stop();
-  });
+  const env = sdkDaemonWithFixtures();
 
   const events = async (id: string, query: object = {}) =>
-    (await kernel.browsers.telemetry.events(id, query)).getPaginatedItems() as unknown as Envelope[];
+    (await env.kernel.browsers.telemetry.events(id, query)).getPaginatedItems() as unknown as Envelope[];
 
   test('connections, API calls, console, network and page events of a session, filtered by category; the stream resumes by Last-Event-ID', async () => {
-    const b = await kernel.browsers.create({
+    const b = await env.kernel.browsers.create({
       headless: true,
       timeout_seconds: 120,
       telemetry: { enabled: true, browser: { console: { enabled: true }, network: { enabled: true }, page: { enabled: true } } },
@@ -63,9 +53,9 @@ describe('telemetry of a session (events and stream)', () => {
 
     const browser = await chromium.connectOverCDP(b.cdp_ws_url);
     const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
-    await page.goto(`${fixtures.url}/hello.html`);
+    await page.goto(`${env.fixtures.url}/hello.html`);
     await page.evaluate(() => console.log('hello telemetry', 42));
-    await kernel.browsers.computer.captureScreenshot(b.session_id);
+    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
     await browser.close();
 
     const all = (await waitFor(async () => {
@@ -95,7 +85,7 @@ describe('telemetry of a session (events and stream)', () => {
     assert.deepEqual(newest.map((e) => e.seq), [seqs.at(-1), seqs.at(-2)]);
 
     // The stream replays what is kept, then resumes after a Last-Event-ID without gaps or repeats.
-    const res = await fetch(`${d.baseUrl}/browsers/${b.session_id}/telemetry/stream?replay=all`, { headers: { authorization: `Bearer ${d.apiKey}` } });
+    const res = await fetch(`${env.d.baseUrl}/browsers/${b.session_id}/telemetry/stream?replay=all`, { headers: { authorization: `Bearer ${env.d.apiKey}` } });
     assert.equal(res.headers.get('content-type')?.startsWith('text/event-stream'), true);
     const reader = res.body!.getReader();
     let text = '';
@@ -103,30 +93,30 @@ describe('telemetry of a session (events and stream)', () => {
     await reader.cancel();
     assert.match(text, new RegExp(`id: ${seqs[0]}\\ndata: \\{"seq":${seqs[0]},`));
     assert.doesNotMatch(text, /^event:/m, 'no event: field');
-    const resumed = await kernel.browsers.telemetry.stream(b.session_id, { 'Last-Event-ID': String(log.seq) });
+    const resumed = await env.kernel.browsers.telemetry.stream(b.session_id, { 'Last-Event-ID': String(log.seq) });
     const first = await (async () => {
       for await (const e of resumed) return e as unknown as Envelope;
     })();
     assert.equal(first!.seq, log.seq + 1);
-    await kernel.browsers.deleteByID(b.session_id);
+    await env.kernel.browsers.deleteByID(b.session_id);
     // Once the session has ended its events are gone, and its stream is a 404.
     assert.deepEqual(await events(b.session_id), []);
-    await assert.rejects(kernel.browsers.telemetry.stream(b.session_id), NotFoundError);
+    await assert.rejects(env.kernel.browsers.telemetry.stream(b.session_id), NotFoundError);
   });
 
   test('off unless asked; PATCH turns it on and off; a contradictory request is a 400', async () => {
-    const b = await kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
     assert.equal(b.telemetry ?? null, null);
-    await kernel.browsers.computer.captureScreenshot(b.session_id);
+    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
     assert.deepEqual(await events(b.session_id), []);
-    const on = await kernel.browsers.update(b.session_id, { telemetry: { enabled: true } });
+    const on = await env.kernel.browsers.update(b.session_id, { telemetry: { enabled: true } });
     assert.equal(on.telemetry?.browser?.control?.enabled, true);
     assert.equal(on.telemetry?.browser?.console?.enabled, false);
-    await kernel.browsers.computer.captureScreenshot(b.session_id);
+    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
     assert.deepEqual((await events(b.session_id)).map((e) => e.event.type), ['api_call']);
-    await assert.rejects(kernel.browsers.update(b.session_id, { telemetry: { enabled: false, browser: { page: { enabled: true } } } }), BadRequestError);
-    const off = await kernel.browsers.update(b.session_id, { telemetry: { enabled: false } });
+    await assert.rejects(env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false, browser: { page: { enabled: true } } } }), BadRequestError);
+    const off = await env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false } });
     assert.equal(off.telemetry ?? null, null);
-    await kernel.browsers.deleteByID(b.session_id);
+    await env.kernel.browsers.deleteByID(b.session_id);
   });
 });

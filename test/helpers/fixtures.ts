@@ -2,7 +2,9 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { extname, join, normalize } from 'node:path';
-import { ROOT } from './daemon.js';
+import { after, before } from 'node:test';
+import type Kernel from '@onkernel/sdk';
+import { ROOT, startSdkDaemon, type TestDaemon } from './daemon.js';
 
 const PAGES = join(ROOT, 'fixtures', 'pages');
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css' };
@@ -80,4 +82,23 @@ export async function startFixtureServer(): Promise<{ url: string; requests: See
       server.close(() => r());
     }),
   };
+}
+
+export type FixtureServer = Awaited<ReturnType<typeof startFixtureServer>>;
+
+/**
+ * For a test file (or a describe): an official SDK client of a test daemon and a fixture page
+ * server, started before its tests and stopped after them. Read the fields inside the tests.
+ */
+export function sdkDaemonWithFixtures(opts: { env?: Record<string, string> } = {}): { d: TestDaemon; kernel: Kernel; fixtures: FixtureServer } {
+  const env = {} as { d: TestDaemon; kernel: Kernel; fixtures: FixtureServer };
+  before(async () => {
+    Object.assign(env, await startSdkDaemon(opts));
+    env.fixtures = await startFixtureServer();
+  });
+  after(async () => {
+    await env.fixtures?.close();
+    await env.d?.stop();
+  });
+  return env;
 }
