@@ -126,6 +126,19 @@ describe('browser curl', () => {
     assert.equal(badJson.status, 401);
   });
 
+  test('concurrent curls each get their own answer; the hidden pages that carry them are never listed to clients', async () => {
+    const bodies = Array.from({ length: 10 }, (_, i) => `request ${i}`);
+    const answers = await Promise.all(
+      bodies.map((body) => kernel.browsers.curl(id, { url: `${fixtures.url}/echo-request`, method: 'POST', body })),
+    );
+    answers.forEach((r, i) => {
+      assert.equal(r.status, 200);
+      assert.equal(JSON.parse(r.body).body, bodies[i]);
+    });
+    // The hidden pages that carried them are not the client's to see.
+    assert.equal(browser.contexts()[0]!.pages().length, 1);
+  });
+
   test('a curl right after a client left answers (a page its leaving auto-attach held is replaced)', async () => {
     // playwright.execute's process connects, auto-attaches and exits just before it answers.
     for (let i = 0; i < 3; i++) {

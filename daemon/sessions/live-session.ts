@@ -1,10 +1,11 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess } from '../browser/chromium.js';
+import { cdpCommands, launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv, sleep, within } from '../browser/procs.js';
 import { ConflictError, NotFoundError } from '../../src/errors.js';
 import { SessionProcesses } from '../process/session-processes.js';
 import { SessionWatches } from '../fs/watches.js';
+import { BrowserCurl } from '../curl/browser-curl.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
 import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
@@ -86,17 +87,20 @@ async function boot(options: ChromiumOptions, features: FeatureLaunch[], startUr
   return chromium;
 }
 
-/** The URL of the browser's first page, to open again after a restart (none for about:blank or chrome:// pages). */
+/**
+ * The URL of the browser's first page, to open again after a restart (none for about:blank or
+ * chrome:// pages). Asked over CDP: /json/list also shows hidden pages (browser curl's).
+ */
 async function currentPageUrl(wsUrl: string): Promise<string | undefined> {
-  const origin = `http://${new URL(wsUrl).host}`;
-  try {
-    const res = await fetch(`${origin}/json/list`, { signal: AbortSignal.timeout(2000) });
-    const targets = (await res.json()) as { type: string; url: string }[];
-    const url = targets.find((t) => t.type === 'page')?.url;
-    return url && /^(https?|file|data):/.test(url) ? url : undefined;
-  } catch {
-    return undefined;
-  }
+  let url: string | undefined;
+  await within(
+    2000,
+    cdpCommands(wsUrl, async (send) => {
+      const { targetInfos } = (await send('Target.getTargets')) as { targetInfos: { type: string; url: string }[] };
+      url = targetInfos.find((t) => t.type === 'page')?.url;
+    }),
+  ).catch(() => {});
+  return url && /^(https?|file|data):/.test(url) ? url : undefined;
 }
 
 /** Sets up a session's features around the launch (see features.ts); gets the session's paths. */
@@ -116,6 +120,7 @@ export class LiveSession {
   private fileOps?: FileOps;
   private processRunner?: SessionProcesses;
   private fsWatches?: SessionWatches;
+  private browserCurl?: BrowserCurl;
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
@@ -320,6 +325,12 @@ export class LiveSession {
     return this.fsWatches;
   }
 
+  /** HTTP requests made by this session's browser (its hidden pages are kept between them). */
+  get curl(): BrowserCurl {
+    this.browserCurl ??= new BrowserCurl(() => this.chromium.wsUrl);
+    return this.browserCurl;
+  }
+
   /** The loopback port of this session's VNC server (headful sessions only). */
   get vncPort(): number | undefined {
     return this.vnc?.port;
@@ -402,6 +413,7 @@ export class LiveSession {
       await this.restarting;
       for (const close of [...this.closers.keys()]) close();
       for (const f of this.features) f.stopping?.();
+      this.browserCurl?.close();
       await this.processRunner?.stop();
       const graceful = await this.chromium.close();
       for (const f of this.features) {
