@@ -1,7 +1,8 @@
 /**
  * Nothing accumulates: the same mix of work (sessions with CDP clients, a headful one with a
  * screenshot, a pool, invocations, uploads, an event stream, hundreds of refused websocket
- * attempts) runs round after round, and the daemon's file descriptors, handles, child processes
+ * attempts, a WebDriver BiDi connection, browser curls, telemetry with its CDP monitor and
+ * stream, a restart in place) runs round after round, and the daemon's file descriptors, handles, child processes
  * and memory (GET /admin/resources) must come back to the level the first round left.
  */
 import assert from 'node:assert/strict';
@@ -54,9 +55,33 @@ function refusedUpgrade(url: string): Promise<number> {
   });
 }
 
+/** A BiDi connection: its mapper starts, answers session.new, and ends with the connection. */
+function bidiSession(url: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { perMessageDeflate: false });
+    ws.once('open', () => ws.send(JSON.stringify({ id: 1, method: 'session.new', params: { capabilities: {} } })));
+    ws.once('message', () => ws.close());
+    ws.once('close', () => resolve());
+    ws.once('error', reject);
+  });
+}
+
 async function round(kernel: Kernel): Promise<void> {
-  const created = await Promise.all(Array.from({ length: 3 }, () => d.api('POST', '/browsers', { headless: true })));
+  const telemetry = { enabled: true, browser: { console: { enabled: true }, network: { enabled: true }, page: { enabled: true } } };
+  const created = await Promise.all(Array.from({ length: 3 }, (_, i) => d.api('POST', '/browsers', { headless: true, ...(i === 2 ? { telemetry } : {}) })));
   for (const s of created) await cdpRoundTrip(s.body.cdp_ws_url);
+  await bidiSession(created[1]!.body.webdriver_ws_url);
+  // Curls through kept hidden pages, concurrent ones included; a telemetry stream opened and dropped.
+  const watched = created[2]!.body.session_id;
+  const curls = await Promise.all(Array.from({ length: 6 }, () => d.api('POST', `/browsers/${watched}/curl`, { url: `${d.baseUrl}/health` })));
+  assert.ok(curls.every((c) => c.status === 200), curls.map((c) => c.text).join('; '));
+  const streamAbort = new AbortController();
+  const stream = await fetch(`${d.baseUrl}/browsers/${watched}/telemetry/stream?replay=all`, { headers: { authorization: `Bearer ${d.apiKey}` }, signal: streamAbort.signal });
+  assert.equal(stream.status, 200);
+  streamAbort.abort();
+  // A restart in place (a profile attached): the old browser, its clients and monitor go.
+  const profile = (await d.api('POST', '/profiles', {})).body;
+  assert.equal((await d.api('PATCH', `/browsers/${watched}`, { profile: { id: profile.id } })).status, 200);
   const headful = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
   const shot = await fetch(`${d.baseUrl}/browsers/${headful.session_id}/computer/screenshot`, {
     method: 'POST',
@@ -95,6 +120,7 @@ async function round(kernel: Kernel): Promise<void> {
   const inv = await kernel.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'echo', payload: '{"n":1}' });
   assert.equal(inv.status, 'succeeded');
   for (const s of [...created.map((c) => c.body), headful]) assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
+  await waitFor(async () => (await d.api('DELETE', `/profiles/${profile.id}`)).status === 204, 30_000, 'the profile to be free');
 }
 
 /** Waits until the daemon runs no session and its children are gone, then reads its resources. */
@@ -105,7 +131,7 @@ async function idle(): Promise<Resources> {
   }, 60_000, 'the daemon to be idle') as Promise<Resources>;
 }
 
-test(`${ROUNDS} rounds of sessions, clients, a pool, invocations, uploads and refused websockets leave the daemon where the first left it`, { timeout: 600_000 }, async (t) => {
+test(`${ROUNDS} rounds of sessions, clients, a pool, invocations, uploads, refused websockets, BiDi, curls, telemetry and restarts leave the daemon where the first left it`, { timeout: 600_000 }, async (t) => {
   const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, timeout: 180_000 });
   await deployFixtureApp(kernel, 'sample');
   const seen: Resources[] = [];
