@@ -9,6 +9,7 @@ import { Sandbox } from './sandbox/sandbox.js';
 import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
 import { UpgradeRouter } from './http/upgrades.js';
 import { Telemetry } from './telemetry/telemetry.js';
+import { TelemetryArchive } from './telemetry/archive.js';
 import { telemetryHandlers } from './http/routes/telemetry.js';
 import { BidiGateway, WEBDRIVER_PATH } from './webdriver/bidi-gateway.js';
 import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
@@ -128,7 +129,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   await invocations.recover();
   const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, log: opts.log });
-  const telemetry = new Telemetry(opts.log);
+  const telemetryArchive = new TelemetryArchive(paths.telemetryDir, opts.log);
+  const telemetry = new Telemetry(telemetryArchive, opts.log);
   const replays = new ReplayRecorder({
     dir: paths.replaysDir,
     publicUrl,
@@ -138,6 +140,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   // A session's replays are kept as long as the history keeps the session.
   await replays.prune(retention.maxAgeMs);
+  await telemetryArchive.prune(retention.maxAgeMs);
   const admission = new LaunchAdmission(admissionLimits());
   opts.log('browser launches admitted', { ...admission.limits });
   // The standby set launches through the session manager, which takes from it: built around each other.
@@ -223,6 +226,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await standby.close();
       await sessions.endAll('daemon_stop');
       await replays.close();
+      await telemetryArchive.settled();
       await server.close();
       await Promise.all([sessionHistory.close(), invocationHistory.close()]);
     },

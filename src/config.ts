@@ -27,6 +27,7 @@ export function homePaths(home: string) {
     appsDir: join(home, 'apps'),
     /** Replays (mp4 and a JSON record each), one directory per session; they outlive it. */
     replaysDir: join(home, 'replays'),
+    telemetryDir: join(home, 'telemetry'),
     credentialsDir: credentials,
     apiKeyFile: join(credentials, 'api-key'),
     adminTokenFile: join(credentials, 'admin-token'),

@@ -41,6 +41,21 @@ describe('telemetry of a session (events and stream)', () => {
   const events = async (id: string, query: object = {}) =>
     (await env.kernel.browsers.telemetry.events(id, query)).getPaginatedItems() as unknown as Envelope[];
 
+  test('off unless asked; PATCH turns it on and off; a contradictory request is a 400', async () => {
+    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    assert.equal(b.telemetry ?? null, null);
+    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
+    assert.deepEqual(await events(b.session_id), []);
+    const on = await env.kernel.browsers.update(b.session_id, { telemetry: { enabled: true } });
+    assert.equal(on.telemetry?.browser?.control?.enabled, true);
+    assert.equal(on.telemetry?.browser?.console?.enabled, false);
+    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
+    assert.deepEqual((await events(b.session_id)).map((e) => e.event.type), ['api_call']);
+    await assert.rejects(env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false, browser: { page: { enabled: true } } } }), BadRequestError);
+    const off = await env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false } });
+    assert.equal(off.telemetry ?? null, null);
+    await env.kernel.browsers.deleteByID(b.session_id);
+  });
   test('connections, API calls, console, network and page events of a session, filtered by category; the stream resumes by Last-Event-ID', async () => {
     const b = await env.kernel.browsers.create({
       headless: true,
@@ -99,24 +114,19 @@ describe('telemetry of a session (events and stream)', () => {
     })();
     assert.equal(first!.seq, log.seq + 1);
     await env.kernel.browsers.deleteByID(b.session_id);
-    // Once the session has ended its events are gone, and its stream is a 404.
-    assert.deepEqual(await events(b.session_id), []);
+    // Once the session has ended its events are still there (archived), and its stream is a 404.
+    const archived = await events(b.session_id, { limit: 1000 });
+    assert.ok(archived.length >= all.length, `${archived.length} archived, ${all.length} before`);
+    assert.deepEqual(archived.find((e) => e.seq === log.seq), log);
     await assert.rejects(env.kernel.browsers.telemetry.stream(b.session_id), NotFoundError);
+    // They outlive the daemon too (restarted on another port: RBROWSE_PORT=0).
+    assert.equal((await env.d.cli(['daemon', 'stop'])).exitCode, 0);
+    const restarted = await env.d.cli(['daemon', 'start']);
+    assert.equal(restarted.exitCode, 0, restarted.stderr);
+    env.d.baseUrl = restarted.stdout.trim();
+    const again = await env.d.api('GET', `/browsers/${b.session_id}/telemetry/events?limit=1000`);
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual((again.body as Envelope[]).map((e) => e.seq), archived.map((e) => e.seq));
   });
 
-  test('off unless asked; PATCH turns it on and off; a contradictory request is a 400', async () => {
-    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
-    assert.equal(b.telemetry ?? null, null);
-    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
-    assert.deepEqual(await events(b.session_id), []);
-    const on = await env.kernel.browsers.update(b.session_id, { telemetry: { enabled: true } });
-    assert.equal(on.telemetry?.browser?.control?.enabled, true);
-    assert.equal(on.telemetry?.browser?.console?.enabled, false);
-    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
-    assert.deepEqual((await events(b.session_id)).map((e) => e.event.type), ['api_call']);
-    await assert.rejects(env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false, browser: { page: { enabled: true } } } }), BadRequestError);
-    const off = await env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false } });
-    assert.equal(off.telemetry ?? null, null);
-    await env.kernel.browsers.deleteByID(b.session_id);
-  });
 });

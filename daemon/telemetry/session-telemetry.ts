@@ -71,24 +71,16 @@ export class SessionTelemetry {
     await this.restartMonitor();
   }
 
-  /** A page of events: asc from `since` (or after the `offset` seq), desc back from `until` (or before `offset`). */
-  page(q: TelemetryEventsQuery, now = Date.now()): ListPage<TelemetryEnvelope> {
-    const limit = q.limit ?? 100;
-    const wanted = q.category?.length ? new Set<string>(q.category) : undefined;
-    const untilMs = q.until === undefined ? Infinity : sinceTime(q.until, now, 'until')!;
-    let items: TelemetryEnvelope[];
-    if (q.order === 'desc') {
-      const before = q.offset ?? Infinity;
-      items = this.events.filter((e) => e.seq < before && e.event.ts / 1000 < untilMs).reverse();
-    } else {
-      const sinceMs = q.offset === undefined ? (sinceTime(q.since, now) ?? now - DEFAULT_WINDOW_MS) : -Infinity;
-      items = this.events.filter((e) => e.seq > (q.offset ?? 0) && e.event.ts / 1000 >= sinceMs && e.event.ts / 1000 < untilMs);
-    }
-    const page = items.slice(0, limit);
-    const hasMore = items.length > limit;
-    // The category filter applies within the page, so a filtered page may be empty while more follow.
-    return { items: wanted ? page.filter((e) => wanted.has(e.event.category)) : page, hasMore, nextOffset: hasMore ? page.at(-1)!.seq : 0 };
+  /** A page of the events kept (see pageOf). */
+  page(q: TelemetryEventsQuery): ListPage<TelemetryEnvelope> {
+    return pageOf(this.events, q);
   }
+
+  /** The events kept, oldest first (what the archive keeps once the session has ended). */
+  get kept(): readonly TelemetryEnvelope[] {
+    return this.events;
+  }
+
 
   /** A live reader: after `afterSeq` (Last-Event-ID), from the oldest kept (`replay=all`), or new events only. */
   follow(stream: EventStream, from: { afterSeq?: number; all?: boolean }): void {
@@ -126,4 +118,26 @@ function truncated(event: TelemetryEvent): TelemetryEvent {
   const keep = ['target_id', 'target_type', 'session_id', 'frame_id', 'loader_id', 'nav_seq', 'url', 'request_id', 'status', 'method', 'level'];
   const data = Object.fromEntries(Object.entries(event.data ?? {}).filter(([k, v]) => keep.includes(k) && (typeof v !== 'string' || v.length < 8192)));
   return { ...event, data, truncated: true };
+}
+
+/**
+ * A page of events (oldest first): asc from `since` (default the last 5 minutes; after the
+ * `offset` seq instead when given), desc back from `until` (or before `offset`). The category
+ * filter applies within the page, as Kernel's does, so a filtered page may be empty while more follow.
+ */
+export function pageOf(events: readonly TelemetryEnvelope[], q: TelemetryEventsQuery, now = Date.now()): ListPage<TelemetryEnvelope> {
+  const limit = q.limit ?? 100;
+  const wanted = q.category?.length ? new Set<string>(q.category) : undefined;
+  const untilMs = q.until === undefined ? Infinity : sinceTime(q.until, now, 'until')!;
+  let items: TelemetryEnvelope[];
+  if (q.order === 'desc') {
+    const before = q.offset ?? Infinity;
+    items = events.filter((e) => e.seq < before && e.event.ts / 1000 < untilMs).reverse();
+  } else {
+    const sinceMs = q.offset === undefined ? (sinceTime(q.since, now) ?? now - DEFAULT_WINDOW_MS) : -Infinity;
+    items = events.filter((e) => e.seq > (q.offset ?? 0) && e.event.ts / 1000 >= sinceMs && e.event.ts / 1000 < untilMs);
+  }
+  const page = items.slice(0, limit);
+  const hasMore = items.length > limit;
+  return { items: wanted ? page.filter((e) => wanted.has(e.event.category)) : page, hasMore, nextOffset: hasMore ? page.at(-1)!.seq : 0 };
 }

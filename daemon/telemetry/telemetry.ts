@@ -7,18 +7,22 @@ import type { ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import type { SessionRecord } from '../sessions/record.js';
 import { configView, resolveCategories } from './config.js';
-import { SessionTelemetry, type TelemetryEvent } from './session-telemetry.js';
+import type { TelemetryArchive } from './archive.js';
+import { pageOf, SessionTelemetry, type TelemetryEvent } from './session-telemetry.js';
 
 /**
  * Kernel's browser telemetry: a session feature holding each running session's SessionTelemetry,
  * configured by the create and PATCH bodies' `telemetry`, and the one place other parts report
  * to (the CDP gateway and live view their connections, the HTTP server the session's API calls).
- * A session's events live as long as it runs.
+ * A session's events are kept in memory while it runs, then in the archive.
  */
 export class Telemetry implements SessionFeature {
   private readonly sessions = new Map<string, SessionTelemetry>();
 
-  constructor(private readonly log: (msg: string, extra?: object) => void) {}
+  constructor(
+    private readonly archive: TelemetryArchive,
+    private readonly log: (msg: string, extra?: object) => void,
+  ) {}
 
   /** Reports an event of a running session (dropped unless its category is captured). */
   record(sessionId: string, event: Omit<TelemetryEvent, 'ts'> & { ts?: number }): void {
@@ -41,9 +45,10 @@ export class Telemetry implements SessionFeature {
     });
   }
 
-  /** A page of a session's events; an ended session (or one never captured) has none. */
-  events(sessionId: string, q: TelemetryEventsQuery): ListPage<TelemetryEnvelope> {
-    return this.sessions.get(sessionId)?.page(q) ?? { items: [], hasMore: false, nextOffset: 0 };
+  /** A page of a session's events: from memory while it runs, from the archive once it has ended. */
+  async events(sessionId: string, q: TelemetryEventsQuery): Promise<ListPage<TelemetryEnvelope>> {
+    const live = this.sessions.get(sessionId);
+    return live ? live.page(q) : pageOf(await this.archive.read(sessionId), q);
   }
 
   /** A live stream of a running session's events; it ends when the session does. */
@@ -74,7 +79,7 @@ export class Telemetry implements SessionFeature {
       update: async (patch) => {
         if (patch.telemetry !== undefined) await telemetry.reconfigure(resolveCategories(patch.telemetry, telemetry.categories, 'update'));
       },
-      // The trail goes when the session ends (DELETE answers after this): nothing of it lingers.
+      // The session ended (DELETE answers after this): its events move to the archive.
       stopping: () => this.drop(id, telemetry),
       release: () => this.drop(id, telemetry),
     });
@@ -88,7 +93,9 @@ export class Telemetry implements SessionFeature {
 
   private drop(id: string, telemetry: SessionTelemetry): void {
     telemetry.close();
-    if (this.sessions.get(id) === telemetry) this.sessions.delete(id);
+    if (this.sessions.get(id) !== telemetry) return;
+    this.sessions.delete(id);
+    this.archive.keep(id, telemetry.kept);
   }
 
   view(record: SessionRecord): Partial<BrowserSession> {

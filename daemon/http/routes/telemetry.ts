@@ -16,10 +16,10 @@ export function telemetryHandlers(
     return telemetry.stream(sessionId, { afterSeq: resume ? lastId : undefined, all: query.replay === 'all' }).open(reply);
   };
   return {
-    // An ended session is found (its events are gone: an empty page); another org's is a 404.
+    // An ended session's events are read from the archive; another org's session is a 404.
     telemetryEvents: async ({ org, params, query, reply }) => {
       const session = await sessions.get(org, params.id, true);
-      return sendPage(reply, telemetry.events(session.session_id, query));
+      return sendPage(reply, await telemetry.events(session.session_id, query));
     },
     telemetryStream: async ({ org, params, query, request, reply }) => {
       const session = await sessions.get(org, params.id);
