@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { BadRequestError, ConflictError } from '@onkernel/sdk';
@@ -94,6 +95,22 @@ describe('loadExtensions: extensions sent to a running session', () => {
 });
 
 describe('restarts in place, the harder cases', () => {
+  test("a link the session's code left at /home/kernel/extensions cannot make the daemon write on the host", async () => {
+    const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    // A host directory the session cannot see (its namespace hides the daemon's home).
+    const hostTarget = join(env.d.home, 'planted');
+    mkdirSync(hostTarget);
+    const r = await env.kernel.browsers.process.exec(b.session_id, { command: 'ln', args: ['-s', hostTarget, '/home/kernel/extensions'] });
+    assert.equal(r.exit_code, 0);
+    const form = new FormData();
+    form.append('extensions[0][name]', 'mark');
+    form.append('extensions[0][zip_file]', await zipFile('content-mark'));
+    const load = await fetch(`${env.d.baseUrl}/browsers/${b.session_id}/extensions`, { method: 'POST', headers: { authorization: `Bearer ${env.d.apiKey}` }, body: form });
+    assert.ok(load.status < 500, `${load.status} ${await load.text()}`);
+    assert.deepEqual(readdirSync(hostTarget), [], 'nothing was written on the host through the link');
+    await env.kernel.browsers.deleteByID(b.session_id);
+  });
+
   test('an extension Chromium will not load is a 400 after the restart, which is undone: the session runs on without it', async () => {
     const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
     // Its content script is missing: Chromium skips the extension without a word.

@@ -1,5 +1,7 @@
-import { mkdir, mkdtemp, rename } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import * as tar from 'tar';
 import { BadRequestError } from '../../src/errors.js';
 import { receiveZipPart } from '../archive/receive-zip.js';
 import { extractZip } from '../archive/unzip.js';
@@ -12,6 +14,8 @@ import { extensionsLaunch } from './loaded.js';
 import { readManifest, type FoundManifest } from './manifest.js';
 
 const MAX_EXTENSIONS = 20;
+/** Where a session's own extensions go, as the session sees it. */
+const EXTENSIONS_DIR = '/home/kernel/extensions';
 /** A name becomes a directory in the session: /home/kernel/extensions/<name>. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
 
@@ -21,7 +25,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
  * stored as the org's extensions). Each zip is received and extracted beside the session (outside
  * its namespace) under the same rules as an upload to /extensions, and its manifest checked,
  * before anything of the running session is touched. The returned step, run while Chromium is
- * stopped for its restart, moves them to /home/kernel/extensions/<name> (a name sent again
+ * stopped for its restart, unpacks them into /home/kernel/extensions/<name> (a name sent again
  * replaces that extension) and gives the flags that load them.
  */
 export async function receiveSessionExtensions(
@@ -75,16 +79,18 @@ export async function receiveSessionExtensions(
     if (byName.size !== names.size) throw BadRequestError.field('extensions', 'each extension needs a name of its own');
     return {
       discard,
+      // Written inside the session's namespace as its user: its code has run in /home/kernel,
+      // where the daemon, as root, must not follow whatever links it left there.
       load: async () => {
-        const base = join(session.dirs.home, 'extensions');
-        await mkdir(base, { recursive: true, mode: 0o700 });
         const toLoad = [];
         for (const [name, index] of byName) {
-          const dest = join(base, name);
-          await removeTree(dest);
-          await rename(roots.get(index)!.root, dest);
+          const dest = `${EXTENSIONS_DIR}/${name}`;
+          await session.files.deleteDirectory(dest);
+          await session.files.unpack(dest, tar.create({ cwd: roots.get(index)!.root, portable: true }, ['.']) as unknown as Readable);
           const manifestVersion = roots.get(index)!.manifest.manifest_version;
-          toLoad.push({ path: session.insidePath(dest), field: `extensions.${index}`, label: `extension "${name}"`, manifestVersion });
+          // As Chromium sees it (the same path in the namespace; the host's without one).
+          const path = session.insidePath(join(session.dirs.home, 'extensions', name));
+          toLoad.push({ path, field: `extensions.${index}`, label: `extension "${name}"`, manifestVersion });
         }
         return [extensionsLaunch(toLoad, log)];
       },

@@ -117,12 +117,21 @@ export class Sandbox {
     if (!user) return;
     // In-process rather than `chown -R`: forking the daemon for it stalled the event loop (and
     // every API client) for milliseconds per create under load; these are thread-pool calls.
-    for (const root of [roots.home, roots.tmp]) {
-      const entries = await readdir(root, { recursive: true });
-      const paths = [root, ...entries.map((e) => join(root, e))];
-      for (let i = 0; i < paths.length; i += 64) {
-        await Promise.all(paths.slice(i, i + 64).map((p) => lchown(p, user.uid, user.gid)));
-      }
+    for (const root of [roots.home, roots.tmp]) await this.ownTree(root);
+  }
+
+  /**
+   * One tree of a session's (what the daemon wrote there as root) becomes the session user's.
+   * Symbolic links are neither followed nor listed into: lchown, and a listing that does not
+   * descend through them, so a session cannot point it at the host.
+   */
+  async ownTree(root: string): Promise<void> {
+    const user = this.user;
+    if (!user) return;
+    const entries = await readdir(root, { recursive: true });
+    const paths = [root, ...entries.map((e) => join(root, e))];
+    for (let i = 0; i < paths.length; i += 64) {
+      await Promise.all(paths.slice(i, i + 64).map((p) => lchown(p, user.uid, user.gid)));
     }
   }
 

@@ -377,7 +377,9 @@ export class LiveSession {
       let added: FeatureLaunch[] = [];
       try {
         added = await add();
-        await this.deps.sandbox.own({ home: this.dirs.home, tmp: this.dirs.tmp });
+        // What a restart writes as root is the user data (a profile's); the rest goes through the
+        // session's namespace, as its own user. Not the whole home: the session's code ran in it.
+        await this.deps.sandbox.ownTree(this.dirs.userData);
         this.browser = await boot(this.launchOptions, [...this.features, ...added], url);
         this.features.push(...added);
       } catch (err) {

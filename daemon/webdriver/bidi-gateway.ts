@@ -40,8 +40,9 @@ export class BidiGateway {
     const stdin = mapper.stdin as Writable;
     stdin.on('error', () => {});
     stdin.write(`${this.deps.sessions.cdpUrl(session)}\n`);
-    const stderr: string[] = [];
-    (mapper.stderr as Readable).on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
+    // Its last words, for the error when it cannot start.
+    let stderr = '';
+    (mapper.stderr as Readable).on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
     let onLine: (line: string) => void = () => {};
     const lines = new LineSplitter((line) => onLine(line), MAX_LINE);
     (mapper.stdout as Readable).on('data', (chunk: Buffer) => lines.write(chunk));
@@ -56,7 +57,7 @@ export class BidiGateway {
         };
         void mapper.then(() => {
           clearTimeout(timer);
-          reject(new ServiceUnavailableError(`the WebDriver BiDi mapper could not start: ${stderr.join('').trim().slice(-500) || 'it exited'}`));
+          reject(new ServiceUnavailableError(`the WebDriver BiDi mapper could not start: ${stderr.trim().slice(-500) || 'it exited'}`));
         });
       });
     } catch (err) {
@@ -77,9 +78,14 @@ export class BidiGateway {
         });
         if (client.bufferedAmount > HIGH_WATER) out.pause();
       };
-      // A frame is one message; JSON has no raw newline outside its strings, so this keeps it one line.
+      // A frame is one message; JSON has no raw newline outside its strings, so this keeps it one
+      // line. A mapper that does not keep up stops the client's reading, not the daemon's memory.
       client.on('message', (data: RawData, binary: boolean) => {
-        stdin.write(`${(binary ? Buffer.from(data as Buffer).toString() : data.toString()).replace(/[\r\n]/g, ' ')}\n`);
+        const line = `${(binary ? Buffer.from(data as Buffer).toString() : data.toString()).replace(/[\r\n]/g, ' ')}\n`;
+        if (!stdin.write(line)) {
+          client.pause();
+          stdin.once('drain', () => client.resume());
+        }
       });
       const close = () => {
         kill();
