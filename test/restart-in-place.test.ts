@@ -15,7 +15,7 @@ const env = sdkDaemonWithFixtures();
 const zipFile = async (dir: string) => new File([new Uint8Array(await zipOf({ dir: join(FIXTURES, dir) }))], `${dir}.zip`, { type: 'application/zip' });
 
 /** The data-* marks the fixture extensions' content scripts set on a page of the session, and its cookies. */
-async function inspect(cdpUrl: string): Promise<{ url: string; marks: Record<string, string>; cookie: string }> {
+async function inspect(cdpUrl: string): Promise<{ url: string; marks: Record<string, string>; cookie: string; width: number }> {
   const browser = await chromium.connectOverCDP(cdpUrl);
   try {
     const context = browser.contexts()[0]!;
@@ -26,7 +26,8 @@ async function inspect(cdpUrl: string): Promise<{ url: string; marks: Record<str
     const marks = await page.evaluate(() => ({ ...document.documentElement.dataset }) as Record<string, string>);
     const cookie = await page.evaluate(() => document.cookie);
     await page.close();
-    return { url, marks, cookie };
+    const width = await context.pages()[0]!.evaluate(() => window.outerWidth);
+    return { url, marks, cookie, width };
   } finally {
     await browser.close();
   }
@@ -46,6 +47,7 @@ async function setCookie(cdpUrl: string, path: string, value: string): Promise<v
 describe('loadExtensions: extensions sent to a running session', () => {
   test('loaded by a restart in place: same session, jwts, files, cookies and page; an old CDP client is dropped', async () => {
     const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
+    await env.kernel.browsers.update(b.session_id, { viewport: { width: 1024, height: 768 } });
     await setCookie(b.cdp_ws_url, '/hello.html', 'before-restart');
     await env.kernel.browsers.fs.writeFile(b.session_id, Buffer.from('still here'), { path: '/home/kernel/note.txt' });
     const connected: Browser = await chromium.connectOverCDP(b.cdp_ws_url);
@@ -70,6 +72,7 @@ describe('loadExtensions: extensions sent to a running session', () => {
     assert.ok(seen.marks.rbrowseSecond, JSON.stringify(seen.marks));
     assert.equal(seen.cookie, 'kept=before-restart', 'the profile (its cookies) survives the restart');
     assert.equal(seen.url, `${env.fixtures.url}/hello.html`, 'the page it showed is opened again');
+    assert.equal(seen.width, 1024, 'the browser comes back at the size it was given last');
     const note = await env.kernel.browsers.fs.readFile(b.session_id, { path: '/home/kernel/note.txt' });
     assert.equal(await note.text(), 'still here');
     await env.kernel.browsers.deleteByID(b.session_id);

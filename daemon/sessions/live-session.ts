@@ -350,6 +350,9 @@ export class LiveSession {
       await this.display.resize(viewport.width, viewport.height);
     }
     await resizeWindows(this.chromium.wsUrl, viewport.width, viewport.height);
+    // A restart in place launches the browser at the size it has now.
+    this.launchOptions.width = viewport.width;
+    this.launchOptions.height = viewport.height;
     if (this.display) {
       this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env });
       this.superviseVnc();

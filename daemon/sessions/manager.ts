@@ -359,15 +359,15 @@ export class SessionManager {
     for (const feature of this.features) feature.checkUpdate?.(org, record, body);
     if (typeof body.name === 'string' && body.name !== record.name) this.assertNameFree(org, body.name);
     const viewport = body.viewport && this.checkedViewport(body.viewport);
+    const resizing = viewport && body.viewport ? this.live.get(record.id) : undefined;
     if (viewport && body.viewport) {
-      const session = this.live.get(record.id);
-      if (!session || session.isStopping) throw new NotFoundError(`browser session ${idOrName} has ended`);
-      if (session.connected('viewer') > 0 && !body.viewport.force) {
+      if (!resizing || resizing.isStopping) throw new NotFoundError(`browser session ${idOrName} has ended`);
+      if (resizing.connected('viewer') > 0 && !body.viewport.force) {
         throw new ConflictError('live-view viewers are connected; pass viewport.force: true to resize anyway');
       }
-      await session.resize(viewport);
     }
-    await this.liveSession(record.id)?.update(body);
+    // The restart first: it is what may still fail (a profile held by another session's writer),
+    // and then nothing else of the PATCH is applied.
     const restarting = this.features.filter((f) => f.needsRestart?.(body));
     if (restarting.length) {
       const session = this.liveSession(record.id);
@@ -387,6 +387,8 @@ export class SessionManager {
         return launches;
       });
     }
+    if (resizing && viewport) await resizing.resize(viewport);
+    await this.liveSession(record.id)?.update(body);
     await this.deps.store.update(() => {
       if (viewport) record.viewport = viewport;
       // proxy_id: omitted or null leaves it unchanged, "" removes it.
