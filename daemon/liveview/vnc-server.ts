@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { killGroup, within } from '../browser/procs.js';
+import { removeSegmentsOf } from '../browser/sysv-shm.js';
 
 export interface VncServer {
   port: number;
@@ -62,7 +63,8 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: req.env },
     );
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    // However it ends (a kill -9 included), the shared memory it made goes with it.
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve())).then(async () => void (await removeSegmentsOf([child.pid!])));
     let output = '';
     const ready = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), 10_000);

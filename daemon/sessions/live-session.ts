@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cdpCommands, launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv, sleep, within } from '../browser/procs.js';
+import { removeSegmentsOf } from '../browser/sysv-shm.js';
 import { ConflictError, NotFoundError } from '../../src/errors.js';
 import { SessionProcesses } from '../process/session-processes.js';
 import { SessionWatches } from '../fs/watches.js';
@@ -121,6 +122,8 @@ export class LiveSession {
   private processRunner?: SessionProcesses;
   private fsWatches?: SessionWatches;
   private browserCurl?: BrowserCurl;
+  /** Every x11vnc this session ran: Xvfb holds their shared memory until it exits. */
+  private readonly vncPids = new Set<number>();
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
@@ -172,6 +175,7 @@ export class LiveSession {
   private superviseVnc(): void {
     const vnc = this.vnc;
     if (!vnc || !this.display) return;
+    this.vncPids.add(vnc.pid);
     void vnc.exited.then(async () => {
       if (this.vnc !== vnc || this.stopping) return;
       this.vnc = undefined;
@@ -428,6 +432,8 @@ export class LiveSession {
       this.vnc = undefined;
       await vnc?.stop();
       await this.display?.stop();
+      // Xvfb let go of its x11vnc servers' MIT-SHM segments as it exited: now they can go.
+      await removeSegmentsOf(this.vncPids);
       // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too. In
       // the sandbox nothing can: everything ran in the session's PID namespace, which the kernel
       // empties when its first process ends; the /proc scan (a few thousand file reads on the
