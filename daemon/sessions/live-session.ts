@@ -384,14 +384,11 @@ export class LiveSession {
       let added: FeatureLaunch[] = [];
       try {
         added = await add();
-        // What a restart writes as root is the user data (a profile's); the rest goes through the
-        // session's namespace, as its own user. Not the whole home: the session's code ran in it.
-        await this.deps.sandbox.ownTree(this.dirs.userData);
         this.browser = await boot(this.launchOptions, [...this.features, ...added], url);
         this.features.push(...added);
       } catch (err) {
+        // The old browser is closed, and a new one that failed its hooks closed itself (boot).
         await Promise.allSettled(added.map(async (f) => f.release?.()));
-        await this.browser.close();
         this.browser = await boot(this.launchOptions, this.features, url).catch((again: unknown) => {
           this.deps.log?.('session browser could not be restarted', { session: this.id, error: String(again) });
           throw err;

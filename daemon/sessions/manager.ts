@@ -380,6 +380,9 @@ export class SessionManager {
             const launched = await f.restart?.(ctx, body);
             if (launched) launches.push(launched);
           }
+          // A PATCH restart writes as root only into the user data (a profile's): that tree, not
+          // the whole home the session's code ran in, becomes the session user's.
+          await this.deps.runtime.sandbox.ownTree(session.dirs.userData);
         } catch (err) {
           await releaseAll(launches);
           throw err;

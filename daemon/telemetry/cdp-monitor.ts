@@ -34,6 +34,7 @@ const TARGET_TYPES = new Set(['page', 'background_page', 'service_worker', 'shar
  * through the gateway: an observer must not keep the session alive, nor count as a client.
  */
 export class CdpMonitor {
+  /** The pages and workers attached (only TARGET_TYPES), by CDP session. */
   private readonly targets = new Map<string, { targetId: string; type: string; url: string; navSeq: number }>();
 
   private constructor(
@@ -165,7 +166,7 @@ export class CdpMonitor {
       ts: Date.now() * 1000,
       source: { kind: 'cdp', event: cdpEvent },
       data: {
-        ...(target ? { target_id: target.targetId, target_type: target.type === 'page' || target.type === 'background_page' || target.type === 'service_worker' || target.type === 'shared_worker' ? target.type : 'other', nav_seq: target.navSeq, url: target.url } : {}),
+        ...(target ? { target_id: target.targetId, target_type: target.type, nav_seq: target.navSeq, url: target.url } : {}),
         ...(sessionId ? { session_id: sessionId } : {}),
         ...data,
       },

@@ -35,6 +35,9 @@ export class Telemetry implements SessionFeature {
    */
   answered(r: AnsweredRequest, sessionOf: (org: OrgRecord, idOrName: string) => string | undefined): void {
     if (!r.url.startsWith('/browsers/:id/') || r.operationId.startsWith('telemetry')) return;
+    // Every browser-level request passes here: the org's session is looked up only when some
+    // session captures API calls at all.
+    if (![...this.sessions.values()].some((t) => t.categories?.control)) return;
     const id = r.params.id === undefined ? undefined : sessionOf(r.org, r.params.id);
     if (!id) return;
     this.record(id, {
