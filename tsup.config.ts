@@ -1,4 +1,31 @@
 import { defineConfig } from 'tsup';
+import { builtinModules } from 'node:module';
+import type { Plugin } from 'esbuild';
+
+/**
+ * Node's own modules are loaded with require(), not import. An ESM import of a built-in makes Node
+ * build an ESM facade of it, and building one reads every export, lazy ones included: importing
+ * node:http pulls in http2, worker_threads, perf_hooks and Node's internal undici, node:util its
+ * argument parser and differ, node:fs readline; about 11 MiB of the daemon's resident memory
+ * went to modules it never used. The bundle's require is the banner's createRequire.
+ */
+const builtinsByRequire: Plugin = {
+  name: 'builtins-by-require',
+  setup(build) {
+    const names = builtinModules.map((name) => name.replace(/[/]/g, '\\/')).join('|');
+    build.onResolve({ filter: new RegExp(`^(node:)?(${names})$`) }, (args) =>
+      // A dynamic import() stays one: a split chunk exposes a CommonJS module's exports only as
+      // its default, so named exports would be lost.
+      args.namespace === 'builtin' || args.kind === 'dynamic-import'
+        ? { path: args.path, external: true }
+        : { path: args.path, namespace: 'builtin' },
+    );
+    build.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
 
 export default defineConfig({
   entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts' },
@@ -11,8 +38,16 @@ export default defineConfig({
   sourcemap: true,
   splitting: true,
   // Bundled, not resolved file by file at start-up: ESM resolution of their hundreds of files cost
-  // the CLI more than its own work (typebox ~80 ms, undici ~60 ms of every command).
-  noExternal: ['typebox', 'undici', 'commander'],
-  // undici is CommonJS: its require() of Node's own modules needs a require in each ESM chunk.
+  // the CLI more than its own work (typebox ~80 ms of every command).
+  noExternal: ['typebox', 'commander', 'execa', 'lowdb', 'jose', 'tar', 'proxy-chain'],
+  // ASCII output: V8 keeps a module's source in memory for as long as the module lives, and a
+  // single character past Latin-1 (a typographic apostrophe in a log line) makes it keep the
+  // whole chunk as two-byte characters, double the memory.
+  esbuildPlugins: [builtinsByRequire],
+  removeNodeProtocol: false,
+  esbuildOptions(options) {
+    options.charset = 'ascii';
+  },
+  // A bundled CommonJS module's require() of Node's own modules needs a require in each ESM chunk.
   banner: { js: "import { createRequire as __rbrowseCreateRequire } from 'node:module'; const require = __rbrowseCreateRequire(import.meta.url);" },
 });

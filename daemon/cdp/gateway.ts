@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { json } from 'node:stream/consumers';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { request } from 'undici';
 import type { Writable } from 'node:stream';
 import * as ws from 'ws';
 import { BadRequestError } from '../../src/errors.js';
@@ -48,8 +48,7 @@ export class CdpGateway {
   /** Chrome's /json/version, pointing webSocketDebuggerUrl at this gateway. */
   async version(jwt: string | undefined, publicWsUrl: string): Promise<Record<string, string>> {
     const session = await this.sessionFor(jwt);
-    const res = await request(`${session.chromium.httpOrigin}/json/version`);
-    const body = (await res.body.json()) as Record<string, string>;
+    const body = (await getJson(`${session.chromium.httpOrigin}/json/version`)) as Record<string, string>;
     return { ...body, webSocketDebuggerUrl: `${publicWsUrl}${CDP_PATH}?jwt=${jwt}` };
   }
 
@@ -194,5 +193,19 @@ function openUpstream(wsUrl: string, key: string): Promise<{ upstream: Socket; a
     });
     req.once('error', reject);
     req.end();
+  });
+}
+
+/** A GET of Chromium's own DevTools HTTP endpoint (node:http: the only HTTP call the daemon makes). */
+function getJson(url: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return reject(new Error(`${url} answered ${res.statusCode}`));
+      }
+      json(res).then(resolve, reject);
+    });
+    req.once('error', reject).end();
   });
 }

@@ -1,9 +1,8 @@
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
-import * as tar from 'tar';
 import { BadRequestError } from '../../src/errors.js';
 import { receiveZipPart } from '../archive/receive-zip.js';
+import { tarOf } from '../archive/tar-stream.js';
 import { extractZip } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
 import { formEntry, type FormPart } from '../http/form-entries.js';
@@ -86,7 +85,7 @@ export async function receiveSessionExtensions(
         for (const [name, index] of byName) {
           const dest = `${EXTENSIONS_DIR}/${name}`;
           await session.files.deleteDirectory(dest);
-          await session.files.unpack(dest, tar.create({ cwd: roots.get(index)!.root, portable: true }, ['.']) as unknown as Readable);
+          await session.files.unpack(dest, await tarOf(roots.get(index)!.root));
           const manifestVersion = roots.get(index)!.manifest.manifest_version;
           // As Chromium sees it (the same path in the namespace; the host's without one).
           const path = session.insidePath(join(session.dirs.home, 'extensions', name));

@@ -2,12 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Multipart } from '@fastify/multipart';
-import * as tar from 'tar';
 import { UploadZipFormSchema, type UploadZipForm } from '../../src/api/schemas.js';
 import { formValidator, receiveZipForm } from '../archive/receive-zip.js';
+import { tarOf } from '../archive/tar-stream.js';
 import { extractZip } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
-import type { Readable } from 'node:stream';
 import { BadRequestError } from '../../src/errors.js';
 import type { FileOps } from './file-ops.js';
 import { sessionPath } from './paths.js';
@@ -70,7 +69,7 @@ export async function uploadZip(session: { dirs: { root: string }; files: FileOp
     const dest = sessionPath('dest_path', form.dest_path);
     const extracted = join(staging, 'x');
     await extractZip(zipPath, extracted, 'zip_file');
-    await session.files.unpack(dest, tar.create({ cwd: extracted, portable: true }, ['.']) as unknown as Readable);
+    await session.files.unpack(dest, await tarOf(extracted));
   } finally {
     await removeTree(staging);
   }

@@ -3,7 +3,7 @@ import type { Stats } from 'node:fs';
 import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import ignore from 'ignore';
-import * as tar from 'tar';
+import type { ReadEntry } from 'tar';
 
 /**
  * What a saved profile leaves out (gitignore syntax, at any depth): caches Chromium rebuilds by
@@ -34,7 +34,7 @@ const EXCLUDED = ignore().add([
 
 const kept = (path: string, isDir: boolean) => !EXCLUDED.ignores(isDir ? `${path}/` : path);
 /** Creating, node-tar hands the filter a Stats (a ReadEntry only when it reads an archive). */
-const isPlain = (stat: Stats | tar.ReadEntry) => 'isFile' in stat && (stat.isFile() || stat.isDirectory());
+const isPlain = (stat: Stats | ReadEntry) => 'isFile' in stat && (stat.isFile() || stat.isDirectory());
 
 /**
  * Writes a tar of `userDataDir` to `archive`, atomically: into a temporary file beside it, synced,
@@ -46,6 +46,7 @@ export async function packUserData(userDataDir: string, archive: string): Promis
   if (!entries.length) return false;
   await mkdir(dirname(archive), { recursive: true, mode: 0o700 });
   const temp = `${archive}.${randomUUID()}.tmp`;
+  const tar = await import('tar');
   try {
     await tar.c(
       {
@@ -69,6 +70,7 @@ export async function packUserData(userDataDir: string, archive: string): Promis
 
 /** Unpacks a profile archive into an empty user-data directory; false when there is none yet. */
 export async function unpackUserData(archive: string, userDataDir: string): Promise<boolean> {
+  const tar = await import('tar');
   try {
     await tar.x({
       file: archive,
