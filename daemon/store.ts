@@ -2,6 +2,7 @@ import { chmod, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Low } from 'lowdb';
 import { DurableJsonFile, type Opened } from './state/durable-file.js';
+import { changeBetween, picture, revert, type Change } from './state/undo.js';
 
 /**
  * The live state document. Each module that keeps records in it declares its own collection by
@@ -25,8 +26,12 @@ export interface StateOpening {
  * through lowdb. Concurrent writes coalesce.
  */
 export class Store {
+  /** The changes waiting on each write, to undo if it fails. */
+  private readonly unsaved = new Map<Promise<void>, Change[]>();
+
   private constructor(
     private readonly db: Low<State>,
+    private readonly file: DurableJsonFile<State>,
     readonly opening: StateOpening,
   ) {}
 
@@ -45,7 +50,7 @@ export class Store {
     await db.write();
     // Files from before state was kept private, and the copy linked from one.
     await Promise.all([file, adapter.lastGood].map((f) => chmod(f, 0o600).catch(() => {})));
-    return new Store(db, { source: opened.source, ...(opened.unreadable ? { unreadable: opened.unreadable } : {}) });
+    return new Store(db, adapter, { source: opened.source, ...(opened.unreadable ? { unreadable: opened.unreadable } : {}) });
   }
 
   get data(): State {
@@ -73,10 +78,36 @@ export class Store {
     });
   }
 
-  /** Applies a change to the state and persists it before resolving. */
+  /**
+   * Applies a change to the state and persists it before resolving. A change that throws, or whose
+   * write fails (a full disk), is undone in memory before the error reaches the caller: the caller
+   * answers with an error, so nothing of it may stay for a later write to persist. Changes whose
+   * writes coalesced fail together, and are undone together, newest first.
+   */
   async update<T>(change: (state: State) => T): Promise<T> {
-    const result = change(this.db.data);
-    await this.db.write();
+    const doc = this.db.data as unknown as Record<string, unknown>;
+    const before = picture(doc);
+    let result: T;
+    try {
+      result = change(this.db.data);
+    } catch (err) {
+      revert(doc, changeBetween(before, doc));
+      throw err;
+    }
+    // The file's own promise, which coalesced writes share (lowdb's write() makes one per call).
+    const write = this.file.write(this.db.data);
+    let group = this.unsaved.get(write);
+    if (!group) this.unsaved.set(write, (group = []));
+    group.push(changeBetween(before, doc));
+    try {
+      await write;
+    } catch (err) {
+      const changes = this.unsaved.get(write);
+      if (changes) for (const c of changes.reverse()) revert(doc, c);
+      throw err;
+    } finally {
+      this.unsaved.delete(write);
+    }
     return result;
   }
 }

@@ -281,6 +281,8 @@ describe('a full disk', () => {
     const patch = await api('PATCH', `/browsers/${s.session_id}`, { tags: big });
     assert.equal(patch.status, 503, patch.text);
     assert.match(patch.body.message, /no space left on the disk holding RBROWSE_HOME/);
+    const unchanged = (await api('GET', `/browsers/${s.session_id}`)).body;
+    assert.equal(unchanged.tags, undefined, 'a PATCH answered with an error left nothing of itself behind');
     await fill(filler);
     const during = await api('POST', '/browsers', { headless: true });
     assert.ok(during.status === 200 || during.status === 503, `${during.status} ${during.text}`);

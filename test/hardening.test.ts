@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -7,6 +7,7 @@ import { LaunchAdmission, type AdmissionLimits } from '../daemon/admission.js';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { RateLimitError } from '../src/errors.js';
 import { History } from '../daemon/state/history.js';
+import { Store } from '../daemon/store.js';
 import { killDaemonHard, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 const limits = (over: Partial<AdmissionLimits> = {}): AdmissionLimits => ({ launches: 1, queue: 10, waitMs: 10_000, reserveBytes: 0, ...over });
@@ -207,6 +208,50 @@ describe('history retention (logic)', () => {
       assert.equal((await readFile(file, 'utf8')).trim().split('\n').length, 3, 'the file is compacted to what is kept');
       assert.equal((await stat(file)).mode & 0o777, 0o600);
       await again.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a failed state write (logic)', () => {
+  test('undoes its changes in memory, newest first across coalesced writes, and leaves later changes alone', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rbrowse-undo-'));
+    try {
+      const stateDir = join(dir, 'home');
+      const store = await Store.open(join(stateDir, 'state.json'));
+      type Thing = { id: string; name?: string; tag?: string };
+      const things = () => (store.data as unknown as { things: Thing[] }).things;
+      await store.update((s) => void ((s as unknown as { things: Thing[] }).things = [{ id: 'a', name: 'first', tag: 't' }, { id: 'z' }]));
+      const a = things()[0]!;
+
+      // A change that throws is undone too.
+      await assert.rejects(store.update(() => {
+        a.name = 'half';
+        throw new Error('refused');
+      }), /refused/);
+      assert.equal(a.name, 'first');
+
+      // The directory gone: every write fails (a real fault, as root ignores permissions).
+      await rm(stateDir, { recursive: true });
+      const first = store.update((s) => {
+        a.name = 'x';
+        (s as unknown as { things: Thing[] }).things.push({ id: 'b' });
+      });
+      const second = store.update((s) => {
+        a.name = 'y';
+        delete a.tag;
+        (s as unknown as { things: Thing[] }).things = things().filter((t) => t.id !== 'z');
+      });
+      await Promise.all([assert.rejects(first), assert.rejects(second)]);
+      assert.deepEqual(things(), [{ id: 'a', name: 'first', tag: 't' }, { id: 'z' }], 'both coalesced changes undone');
+      assert.equal(things()[0], a, 'the same record objects, which modules hold');
+
+      // Space (here: the directory) back: the next write persists only what succeeded.
+      await mkdir(stateDir, { recursive: true });
+      await store.update(() => void (a.name = 'second'));
+      const onDisk = JSON.parse(await readFile(join(stateDir, 'state.json'), 'utf8')) as { things: Thing[] };
+      assert.deepEqual(onDisk.things, [{ id: 'a', name: 'second', tag: 't' }, { id: 'z' }]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

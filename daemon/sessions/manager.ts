@@ -323,8 +323,7 @@ export class SessionManager {
     try {
       await this.deps.store.update((s) => void s.sessions.push(record));
     } catch (err) {
-      // Not stored (a full disk): the session must not run unrecorded, nor stay in the document.
-      this.deps.store.data.sessions = this.deps.store.data.sessions.filter((r) => r !== record);
+      // Not stored (a full disk; the store has taken the record out again): it must not run unrecorded.
       this.track(session.stop());
       throw err;
     }

@@ -1,0 +1,84 @@
+/**
+ * Undoing one change to the live state document when its write fails (a full disk): the answer is
+ * an error, so nothing of the change may stay in memory, where the next successful write would
+ * persist it after all. The document's changes are in place (modules hold their records), of two
+ * kinds: a record's own fields set or deleted, and a collection's members added or removed (or the
+ * collection replaced by a filtered copy). A shallow picture of each before and after the change
+ * says exactly what the change did, so only that is reverted, and a later change to other fields
+ * or records is left alone.
+ */
+
+type Doc = Record<string, unknown>;
+type Rec = Record<string, unknown>;
+
+interface Picture {
+  collections: Map<string, { array: unknown[]; members: unknown[] }>;
+  fields: Map<Rec, Rec>;
+}
+
+const isRecord = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The document's collections and each record's own fields, as they are now. */
+export function picture(doc: Doc): Picture {
+  const collections: Picture['collections'] = new Map();
+  const fields: Picture['fields'] = new Map();
+  for (const [name, value] of Object.entries(doc)) {
+    if (!Array.isArray(value)) continue;
+    collections.set(name, { array: value, members: value.slice() });
+    for (const member of value) if (isRecord(member)) fields.set(member, { ...member });
+  }
+  return { collections, fields };
+}
+
+const ABSENT = Symbol('absent');
+type Value = unknown | typeof ABSENT;
+
+/** What a change did: field edits (record, field, value before, value after) and membership edits. */
+export interface Change {
+  edits: { record: Rec; field: string; before: Value; after: Value }[];
+  members: { name: string; added: unknown[]; removed: { member: unknown; index: number }[] }[];
+}
+
+export function changeBetween(before: Picture, doc: Doc): Change {
+  const after = picture(doc);
+  const edits: Change['edits'] = [];
+  for (const [record, was] of before.fields) {
+    const now = after.fields.get(record) ?? { ...record };
+    for (const field of new Set([...Object.keys(was), ...Object.keys(now)])) {
+      const b = field in was ? was[field] : ABSENT;
+      const a = field in now ? now[field] : ABSENT;
+      if (b !== a) edits.push({ record, field, before: b, after: a });
+    }
+  }
+  const members: Change['members'] = [];
+  for (const name of new Set([...before.collections.keys(), ...after.collections.keys()])) {
+    const was = before.collections.get(name)?.members ?? [];
+    const now = after.collections.get(name)?.members ?? [];
+    const wasSet = new Set(was);
+    const nowSet = new Set(now);
+    const added = now.filter((m) => !wasSet.has(m));
+    const removed = was.flatMap((member, index) => (nowSet.has(member) ? [] : [{ member, index }]));
+    if (added.length || removed.length) members.push({ name, added, removed });
+  }
+  return { edits, members };
+}
+
+/**
+ * Reverts `change` in `doc`. A field is put back only if it still holds what the change wrote (a
+ * later change to it wins); reverting several changes goes newest first.
+ */
+export function revert(doc: Doc, change: Change): void {
+  for (const { record, field, before, after } of change.edits) {
+    const current = field in record ? record[field] : ABSENT;
+    if (current !== after) continue;
+    if (before === ABSENT) delete record[field];
+    else record[field] = before;
+  }
+  for (const { name, added, removed } of change.members) {
+    const current = Array.isArray(doc[name]) ? (doc[name] as unknown[]) : (doc[name] = []);
+    const drop = new Set(added);
+    const kept = current.filter((m) => !drop.has(m));
+    for (const { member, index } of removed) if (!kept.includes(member)) kept.splice(Math.min(index, kept.length), 0, member);
+    current.splice(0, current.length, ...kept);
+  }
+}
