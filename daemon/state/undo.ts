@@ -40,20 +40,23 @@ export interface Change {
 }
 
 export function changeBetween(before: Picture, doc: Doc): Change {
-  const after = picture(doc);
+  // Walks the document as it is now against the picture, allocating only for what differs: this
+  // runs twice for every change of the live state.
   const edits: Change['edits'] = [];
   for (const [record, was] of before.fields) {
-    const now = after.fields.get(record) ?? { ...record };
-    for (const field of new Set([...Object.keys(was), ...Object.keys(now)])) {
-      const b = field in was ? was[field] : ABSENT;
-      const a = field in now ? now[field] : ABSENT;
-      if (b !== a) edits.push({ record, field, before: b, after: a });
+    for (const field in was) {
+      const after = field in record ? record[field] : ABSENT;
+      if (after !== was[field]) edits.push({ record, field, before: was[field], after });
     }
+    for (const field in record) if (!(field in was)) edits.push({ record, field, before: ABSENT, after: record[field] });
   }
   const members: Change['members'] = [];
-  for (const name of new Set([...before.collections.keys(), ...after.collections.keys()])) {
+  const names = new Set(before.collections.keys());
+  for (const [name, value] of Object.entries(doc)) if (Array.isArray(value)) names.add(name);
+  for (const name of names) {
     const was = before.collections.get(name)?.members ?? [];
-    const now = after.collections.get(name)?.members ?? [];
+    const now = Array.isArray(doc[name]) ? (doc[name] as unknown[]) : [];
+    if (now.length === was.length && now.every((m, i) => m === was[i])) continue;
     const wasSet = new Set(was);
     const nowSet = new Set(now);
     const added = now.filter((m) => !wasSet.has(m));
