@@ -42,7 +42,10 @@ export async function exchange(
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error(`no answer from ${url.origin} within ${o.timeoutMs} ms`)));
+    // Only a caller's own bound: Node's global agent sets a 5 s idle timeout on every socket, and
+    // a listener here would turn it into a failure of any call the daemon takes longer to answer
+    // (an exec, a queued create); without one the request just waits.
+    if (o.timeoutMs) req.on('timeout', () => req.destroy(new Error(`no answer from ${url.origin} within ${o.timeoutMs} ms`)));
     if (payload instanceof Readable) {
       payload.once('error', (err) => req.destroy(err));
       payload.pipe(req);

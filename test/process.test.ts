@@ -247,4 +247,12 @@ describe('processes in a session', () => {
       assert.equal((await d.cli(['process', 'output', id, sleeper])).exitCode, 137);
     });
   });
+
+  test('CLI: a command that takes longer than 5 s still gets its answer (Node\'s agent times idle sockets out at 5 s)', async () => {
+    await withSession(async (id) => {
+      const r = await d.cli(['exec', id, '--', 'sh', '-c', 'sleep 6; echo done']);
+      assert.equal(r.exitCode, 0, r.stderr);
+      assert.equal(r.stdout, 'done');
+    });
+  });
 });
