@@ -8,6 +8,7 @@ import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { RateLimitError } from '../src/errors.js';
 import { History } from '../daemon/state/history.js';
 import { Store } from '../daemon/store.js';
+import { DurableJsonFile } from '../daemon/state/durable-file.js';
 import { killDaemonHard, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 const limits = (over: Partial<AdmissionLimits> = {}): AdmissionLimits => ({ launches: 1, queue: 10, waitMs: 10_000, reserveBytes: 0, ...over });
@@ -252,6 +253,23 @@ describe('a failed state write (logic)', () => {
       await store.update(() => void (a.name = 'second'));
       const onDisk = JSON.parse(await readFile(join(stateDir, 'state.json'), 'utf8')) as { things: Thing[] };
       assert.deepEqual(onDisk.things, [{ id: 'a', name: 'second', tag: 't' }, { id: 'z' }]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the state file (logic)', () => {
+  test('a link left by a write that failed half-way does not stop the next write, which keeps the last good copy', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rbrowse-durable-'));
+    try {
+      const file = new DurableJsonFile<{ n: number }>(join(dir, 'state.json'));
+      await file.write({ n: 1 });
+      await writeFile(`${file.lastGood}.${process.pid}`, 'stale');
+      await file.write({ n: 2 });
+      assert.deepEqual(JSON.parse(await readFile(file.file, 'utf8')), { n: 2 });
+      assert.deepEqual(JSON.parse(await readFile(file.lastGood, 'utf8')), { n: 1 });
+      assert.deepEqual((await readdir(dir)).sort(), ['state.json', 'state.json.last-good']);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

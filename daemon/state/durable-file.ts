@@ -66,12 +66,18 @@ export class DurableJsonFile<T> {
 
   private async replace(text: string): Promise<void> {
     const keep = `${this.lastGood}.${process.pid}`;
-    await unlink(keep).catch(() => {});
-    // ENOENT: the first write of a new home has nothing to keep.
-    const kept = await link(this.file, keep).then(
-      () => true,
-      (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)),
-    );
+    // ENOENT: the first write of a new home has nothing to keep. EEXIST: a write that failed
+    // half-way left its link; cleared only then, as every write pays for each call here.
+    const linked = () =>
+      link(this.file, keep).then(
+        () => true,
+        (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)),
+      );
+    const kept = await linked().catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+      await unlink(keep);
+      return linked();
+    });
     if (kept) await rename(keep, this.lastGood);
     await replaceFile(this.file, `${text}\n`);
   }
