@@ -6,10 +6,17 @@
  * daemon's RSS and descriptors once the round's teardowns are done. The floor is the same reads
  * against the same daemon with nothing launching, measured first in the same run.
  *
- *   npm run bench:load    (LOAD_CLIENTS=40 LOAD_CHURNERS=10 LOAD_ROUND_S=30 LOAD_ROUNDS=3)
+ * The clients use node:http with kept-alive sockets (the CLI's own client), not fetch: the load
+ * generator shares the two cores with the daemon and its browsers, and fetch's own CPU cost showed
+ * up in the latencies it measured: against the same daemon, the floor's read p99 was 26-32 ms with
+ * fetch and 11-14 ms with node:http, which also got ~50% more requests through in a round.
+ *
+ *   npm run bench:load    (LOAD_CLIENTS=40 LOAD_CHURNERS=10 LOAD_ROUND_S=30 LOAD_ROUNDS=3;
+ *                          DAEMON_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon)
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { exchange } from '../src/http-exchange.js';
 import { callApi, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { footprint } from './footprint.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
@@ -37,10 +44,21 @@ const adminResources = async (d: TestDaemon) => {
   return (await callApi(d.baseUrl, 'GET', '/admin/resources', undefined, token)).body as { event_loop_delay_ms: { p99: number; max: number } };
 };
 
+/** One API call with the daemon's default key, through node:http. */
+async function api(d: TestDaemon, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
+  const res = await exchange(new URL(path, d.baseUrl), {
+    method,
+    headers: { authorization: `Bearer ${d.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = res.body.toString();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+}
+
 async function timedRead(d: TestDaemon, path: string): Promise<{ status: number | 'error'; ms: number }> {
   const start = performance.now();
   try {
-    const res = await d.api('GET', path);
+    const res = await api(d, 'GET', path);
     return { status: res.status, ms: performance.now() - start };
   } catch {
     return { status: 'error', ms: performance.now() - start };
@@ -53,14 +71,14 @@ async function round(d: TestDaemon, ms: number, churners: number, readers: numbe
     if (status === 'error') r.connectionErrors++;
     else r.statuses[status] = (r.statuses[status] ?? 0) + 1;
   };
-  const target = (await d.api('POST', '/browsers', { headless: true, timeout_seconds: 3600 })).body.session_id as string;
+  const target = (await api(d, 'POST', '/browsers', { headless: true, timeout_seconds: 3600 })).body.session_id as string;
   let launching = 0;
   await adminResources(d);
   const deadline = Date.now() + ms;
   const reader = async () => {
     for (let i = 0; Date.now() < deadline; i++) {
       if (i % 3 === 2) {
-        const res = await d.api('PATCH', `/browsers/${target}`, { tags: { i: String(i) } }).catch(() => null);
+        const res = await api(d, 'PATCH', `/browsers/${target}`, { tags: { i: String(i) } }).catch(() => null);
         count(res?.status ?? 'error');
         continue;
       }
@@ -73,21 +91,21 @@ async function round(d: TestDaemon, ms: number, churners: number, readers: numbe
   const churner = async () => {
     while (Date.now() < deadline) {
       launching++;
-      const res = await d.api('POST', '/browsers', { headless: true }).catch(() => null);
+      const res = await api(d, 'POST', '/browsers', { headless: true }).catch(() => null);
       launching--;
       count(res?.status ?? 'error');
       if (res?.status === 200) {
         r.created++;
-        const del = await d.api('DELETE', `/browsers/${res.body.session_id}`).catch(() => null);
+        const del = await api(d, 'DELETE', `/browsers/${res.body.session_id}`).catch(() => null);
         count(del?.status ?? 'error');
       } else if (res?.status === 429) {
-        await new Promise((s) => setTimeout(s, Number(res.headers.get('retry-after') ?? 1) * 1000));
+        await new Promise((s) => setTimeout(s, Number(res.headers['retry-after'] ?? 1) * 1000));
       }
     }
   };
   await Promise.all([...Array.from({ length: readers }, reader), ...Array.from({ length: churners }, churner)]);
   r.loop = (await adminResources(d)).event_loop_delay_ms;
-  await d.api('DELETE', `/browsers/${target}`);
+  await api(d, 'DELETE', `/browsers/${target}`);
   await new Promise((s) => setTimeout(s, 3000));
   const f = await footprint(d);
   return { ...r, rssMiB: f.rssMiB, fds: f.fds };
@@ -97,7 +115,7 @@ const fmt = (s: Summary | null) => (s ? `${s.p50.toFixed(1)} / ${s.p95.toFixed(1
 
 runBench(async (cleanups) => {
   progress(`load before: ${load()}`);
-  const d = await startTestDaemon();
+  const d = await startTestDaemon(process.env.DAEMON_NODE_OPTIONS ? { env: { NODE_OPTIONS: process.env.DAEMON_NODE_OPTIONS } } : {});
   cleanups.push(() => d.stop());
   // The floor: the same readers with nothing launching.
   const floor = await round(d, Math.min(ROUND_MS, 10_000), 0, CLIENTS - CHURNERS);
