@@ -6,8 +6,9 @@ import type { Plugin } from 'esbuild';
  * Node's own modules are loaded with require(), not import. An ESM import of a built-in makes Node
  * build an ESM facade of it, and building one reads every export, lazy ones included: importing
  * node:http pulls in http2, worker_threads, perf_hooks and Node's internal undici, node:util its
- * argument parser and differ, node:fs readline; about 11 MiB of the daemon's resident memory
- * went to modules it never used. The bundle's require is the banner's createRequire.
+ * argument parser and differ, node:fs readline. In a bare Node, importing node:http, util, fs,
+ * child_process, crypto and net costs 11 MiB more resident memory than requiring them. The
+ * bundle's require is the banner's createRequire.
  */
 const builtinsByRequire: Plugin = {
   name: 'builtins-by-require',
@@ -38,14 +39,16 @@ export default defineConfig({
   sourcemap: true,
   splitting: true,
   // Bundled, not resolved file by file at start-up: ESM resolution of their hundreds of files cost
-  // the CLI more than its own work (typebox ~80 ms of every command).
+  // the CLI more than its own work (typebox ~80 ms of every command). The ESM packages the daemon
+  // loads are bundled too, so that their imports of Node's own modules become require()s as well.
   noExternal: ['typebox', 'commander', 'execa', 'lowdb', 'jose', 'tar', 'proxy-chain'],
-  // ASCII output: V8 keeps a module's source in memory for as long as the module lives, and a
-  // single character past Latin-1 (a typographic apostrophe in a log line) makes it keep the
-  // whole chunk as two-byte characters, double the memory.
   esbuildPlugins: [builtinsByRequire],
+  // tsup's own rewrite of node: imports would run before builtinsByRequire and make them imports.
   removeNodeProtocol: false,
   esbuildOptions(options) {
+    // ASCII output: V8 keeps a module's source in memory for as long as the module lives, and a
+    // single character past Latin-1 (a typographic apostrophe in a log line) makes it keep the
+    // whole chunk as two-byte characters, double the memory.
     options.charset = 'ascii';
   },
   // A bundled CommonJS module's require() of Node's own modules needs a require in each ESM chunk.
