@@ -1,4 +1,4 @@
-import { defineConfig } from 'tsup';
+import { defineConfig, type Plugin as TsupPlugin } from 'tsup';
 import { builtinModules } from 'node:module';
 import type { Plugin } from 'esbuild';
 
@@ -28,6 +28,25 @@ const builtinsByRequire: Plugin = {
   },
 };
 
+/**
+ * esbuild's ASCII output escapes strings, templates and regular expressions, but copies some
+ * comments as they are (JSDoc in bundled classes: ip-address's "\u00a7" and "\u2013"), and one such
+ * character makes V8 hold the whole chunk as two-byte text. In comment lines they become "?" (one
+ * UTF-16 unit for one, so source maps stay right); one anywhere else fails the build.
+ */
+const asciiComments: TsupPlugin = {
+  name: 'ascii-comments',
+  renderChunk(code) {
+    if (!/[^\x00-\x7f]/.test(code)) return;
+    const lines = code.split('\n').map((line) => {
+      if (!/[^\x00-\x7f]/.test(line)) return line;
+      if (!/^\s*(\*|\/\/|\/\*)/.test(line)) throw new Error(`a non-ASCII character outside a comment: ${line.trim().slice(0, 120)}`);
+      return line.replace(/[^\x00-\x7f]/g, '?');
+    });
+    return { code: lines.join('\n') };
+  },
+};
+
 export default defineConfig({
   entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts' },
   format: ['esm'],
@@ -43,6 +62,7 @@ export default defineConfig({
   // loads are bundled too, so that their imports of Node's own modules become require()s as well.
   noExternal: ['typebox', 'commander', 'execa', 'lowdb', 'jose', 'tar', 'proxy-chain'],
   esbuildPlugins: [builtinsByRequire],
+  plugins: [asciiComments],
   // tsup's own rewrite of node: imports would run before builtinsByRequire and make them imports.
   removeNodeProtocol: false,
   esbuildOptions(options) {
