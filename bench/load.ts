@@ -51,8 +51,13 @@ async function api(d: TestDaemon, method: string, path: string, body?: unknown):
     headers: { authorization: `Bearer ${d.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const text = res.body.toString();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(res.body.toString());
+  } catch {
+    // Not JSON (an empty 204): counted by its status, never as a connection error.
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
 }
 
 async function timedRead(d: TestDaemon, path: string): Promise<{ status: number | 'error'; ms: number }> {

@@ -3,16 +3,18 @@
  * an error, so nothing of the change may stay in memory, where the next successful write would
  * persist it after all. The document's changes are in place (modules hold their records), of two
  * kinds: a record's own fields set or deleted, and a collection's members added or removed (or the
- * collection replaced by a filtered copy). A shallow picture of each before and after the change
- * says exactly what the change did, so only that is reverted, and a later change to other fields
- * or records is left alone.
+ * collection replaced by a filtered copy). A shallow picture of both taken before the change,
+ * compared with the document after it, says exactly what the change did, so only that is
+ * reverted, and a later change to other fields or records is left alone. A change deep inside a
+ * record (a field of a field) is not seen: the daemon's changes replace a record's fields whole.
  */
 
 type Doc = Record<string, unknown>;
 type Rec = Record<string, unknown>;
 
 interface Picture {
-  collections: Map<string, { array: unknown[]; members: unknown[] }>;
+  /** Each collection's members, in order. */
+  collections: Map<string, unknown[]>;
   fields: Map<Rec, Rec>;
 }
 
@@ -24,7 +26,7 @@ export function picture(doc: Doc): Picture {
   const fields: Picture['fields'] = new Map();
   for (const [name, value] of Object.entries(doc)) {
     if (!Array.isArray(value)) continue;
-    collections.set(name, { array: value, members: value.slice() });
+    collections.set(name, value.slice());
     for (const member of value) if (isRecord(member)) fields.set(member, { ...member });
   }
   return { collections, fields };
@@ -54,7 +56,7 @@ export function changeBetween(before: Picture, doc: Doc): Change {
   const names = new Set(before.collections.keys());
   for (const [name, value] of Object.entries(doc)) if (Array.isArray(value)) names.add(name);
   for (const name of names) {
-    const was = before.collections.get(name)?.members ?? [];
+    const was = before.collections.get(name) ?? [];
     const now = Array.isArray(doc[name]) ? (doc[name] as unknown[]) : [];
     if (now.length === was.length && now.every((m, i) => m === was[i])) continue;
     const wasSet = new Set(was);
