@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 
@@ -22,7 +22,8 @@ export async function exchange(
   url: URL,
   o: { method: string; headers: Record<string, string>; body?: ExchangeBody; timeoutMs?: number },
 ): Promise<Exchange> {
-  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  // node:http is required by the build (no ESM facade); https, which loads TLS, only when asked.
+  const request = url.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
   let body = o.body;
   const headers = { ...o.headers };
   if (body instanceof FormData) {

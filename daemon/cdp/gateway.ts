@@ -1,10 +1,10 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { json } from 'node:stream/consumers';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Writable } from 'node:stream';
 import * as ws from 'ws';
 import { BadRequestError } from '../../src/errors.js';
+import { exchange } from '../../src/http-exchange.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -48,7 +48,9 @@ export class CdpGateway {
   /** Chrome's /json/version, pointing webSocketDebuggerUrl at this gateway. */
   async version(jwt: string | undefined, publicWsUrl: string): Promise<Record<string, string>> {
     const session = await this.sessionFor(jwt);
-    const body = (await getJson(`${session.chromium.httpOrigin}/json/version`)) as Record<string, string>;
+    const res = await exchange(new URL('/json/version', session.chromium.httpOrigin), { method: 'GET', headers: {} });
+    if (res.status !== 200) throw new Error(`Chromium's /json/version answered ${res.status}`);
+    const body = JSON.parse(res.body.toString()) as Record<string, string>;
     return { ...body, webSocketDebuggerUrl: `${publicWsUrl}${CDP_PATH}?jwt=${jwt}` };
   }
 
@@ -196,16 +198,3 @@ function openUpstream(wsUrl: string, key: string): Promise<{ upstream: Socket; a
   });
 }
 
-/** A GET of Chromium's own DevTools HTTP endpoint (node:http: the only HTTP call the daemon makes). */
-function getJson(url: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        return reject(new Error(`${url} answered ${res.statusCode}`));
-      }
-      json(res).then(resolve, reject);
-    });
-    req.once('error', reject).end();
-  });
-}
