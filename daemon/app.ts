@@ -5,6 +5,7 @@ import { baseUrlFor, homePaths } from '../src/config.js';
 import { Auth } from './auth.js';
 import { ComputerControl } from './computer/computer.js';
 import { DisplayAllocator } from './browser/xvfb.js';
+import { ProcessLauncher } from './browser/launcher.js';
 import { Sandbox } from './sandbox/sandbox.js';
 import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
 import { UpgradeRouter } from './http/upgrades.js';
@@ -128,7 +129,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     syncCapMs: syncCapMsFromEnv(),
   });
   await invocations.recover();
-  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, log: opts.log });
+  const launcher = new ProcessLauncher({ home: opts.home, log: opts.log });
+  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, spawn: launcher.spawn, log: opts.log });
   const telemetryArchive = new TelemetryArchive(paths.telemetryDir, opts.log);
   const telemetry = new Telemetry(telemetryArchive, opts.log);
   const replays = new ReplayRecorder({
@@ -166,6 +168,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       chromiumPath: opts.chromiumPath,
       displays: new DisplayAllocator(),
       sandbox,
+      spawn: launcher.spawn,
       log: opts.log,
     },
   });
@@ -229,6 +232,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await telemetryArchive.settled();
       await server.close();
       await Promise.all([sessionHistory.close(), invocationHistory.close()]);
+      launcher.close();
     },
   };
 }

@@ -66,6 +66,41 @@ describe('a session process killed', () => {
     });
   }
 
+  test('browsers are forked by the launcher, not the daemon; kill -9 of the launcher ends its sessions, leaves no process, and the next create works', async () => {
+    const launcherPid = async () => {
+      for (const pid of await findMarkedProcesses(d.home, 'launcher')) if ((await cmdline(pid)).includes('launcher.mjs')) return pid;
+      return undefined;
+    };
+    const s = (await d.api('POST', '/browsers', { headless: true })).body;
+    const launcher = await launcherPid();
+    assert.ok(launcher, 'the launcher runs');
+    const [browser] = await processesOf(d, s.session_id, 'chromium');
+    assert.ok(browser, "the session's chromium runs");
+    // The marked ancestor of the browser (bubblewrap, or Chromium itself without it) is the launcher's child.
+    const ancestors: number[] = [];
+    for (let pid = browser; pid > 1; ) {
+      const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
+      pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      ancestors.push(pid);
+    }
+    assert.ok(ancestors.includes(launcher), `the launcher ${launcher} is among the browser's ancestors ${ancestors.join(',')}`);
+
+    process.kill(launcher, 'SIGKILL');
+    const ended = await waitFor(async () => {
+      const r = await d.api('GET', `/browsers/${s.session_id}?include_deleted=true`);
+      return r.body.deleted_at ? r : undefined;
+    }, 15_000, 'the session to end');
+    assert.equal(ended?.status, 200);
+    await tornDown(d, s.session_id);
+    assert.deepEqual(await findMarkedProcesses(d.home, s.session_id), []);
+
+    const next = await d.api('POST', '/browsers', { headless: true });
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+    const again = await launcherPid();
+    assert.ok(again && again !== launcher, 'a new launcher runs');
+    assert.equal((await d.api('DELETE', `/browsers/${next.body.session_id}`)).status, 204);
+  });
+
   test("kill -9 of a headful session's x11vnc: a new one serves the live view, the session lives on", async () => {
     const s = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
     try {

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { truncate } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import WebSocket from 'ws';
+import { spawnHere, type ExitInfo, type Spawner } from './launcher.js';
 import { killGroup, within } from './procs.js';
 
 /** Flags every browser gets: the closed network here otherwise floods refused connections. */
@@ -23,6 +23,8 @@ export const BASE_FLAGS = [
 
 export interface ChromiumOptions {
   executable: string;
+  /** How the process is started: the daemon's launcher, so that no fork waits on its event loop. */
+  spawn?: Spawner;
   /** A command prefix the browser runs under (the session's bubblewrap sandbox). */
   wrapper?: string[];
   userDataDir: string;
@@ -81,11 +83,6 @@ export function chromiumArgs(o: ChromiumOptions): string[] {
     ...(o.extraArgs ?? []),
     o.startUrl ?? 'about:blank',
   ]);
-}
-
-export interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
 }
 
 /** One running Chromium: its browser websocket, and the only ways it should end. */
@@ -208,26 +205,20 @@ function keepLog(stream: Readable, file: string): void {
 
 export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProcess> {
   const [command, ...prefix] = [...(o.wrapper ?? []), o.executable];
-  const child = spawn(command!, [...prefix, ...chromiumArgs(o)], {
-    env: o.env,
-    // Own process group: one signal to -pid reaches the browser and every renderer it forked.
-    detached: true,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
   let tail = '';
-  const exited = new Promise<ExitInfo>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  if (o.logFile) keepLog(child.stderr!, o.logFile);
+  const child = await (o.spawn ?? spawnHere)(command!, [...prefix, ...chromiumArgs(o)], o.env).catch((err: Error) => {
+    throw new Error(`Chromium did not start: ${err.message}`);
+  });
+  if (o.logFile) keepLog(child.stderr, o.logFile);
   const wsUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error('timed out waiting for DevTools')), o.readyTimeoutMs ?? 20_000);
     function fail(err: Error) {
       clearTimeout(timer);
-      // pid is undefined only when the spawn itself failed; kill(-0) would signal our own group.
-      if (child.pid) killGroup(child.pid, 'SIGKILL');
+      killGroup(child.pid, 'SIGKILL');
       reject(new Error(`Chromium did not start: ${err.message}${tail ? `\n${tail.trim()}` : ''}`));
     }
-    child.once('error', fail);
-    void exited.then((e) => fail(new Error(`exited with ${e.signal ?? e.code}`)));
-    child.stderr!.on('data', (chunk: Buffer) => {
+    void child.exited.then((e) => fail(new Error(`exited with ${e.signal ?? e.code}`)));
+    child.stderr.on('data', (chunk: Buffer) => {
       tail = (tail + chunk.toString()).slice(-4000);
       const m = /DevTools listening on (ws:\/\/\S+)/.exec(tail);
       if (m) {
@@ -236,5 +227,5 @@ export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProces
       }
     });
   });
-  return new ChromiumProcess(child.pid!, wsUrl, exited, () => tail);
+  return new ChromiumProcess(child.pid, wsUrl, child.exited, () => tail);
 }

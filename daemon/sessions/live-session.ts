@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Spawner } from '../browser/launcher.js';
 import { cdpCommands, launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv, sleep, within } from '../browser/procs.js';
 import { removeSegmentsOf } from '../browser/sysv-shm.js';
@@ -22,6 +23,8 @@ export interface RuntimeDeps {
   chromiumPath: string;
   displays: DisplayAllocator;
   sandbox: Sandbox;
+  /** Starts the browsers (the daemon's launcher process). */
+  spawn?: Spawner;
   log?: (msg: string, extra?: object) => void;
 }
 
@@ -209,6 +212,7 @@ export class LiveSession {
       }
       const options: ChromiumOptions = {
         executable: deps.chromiumPath,
+        spawn: deps.spawn,
         wrapper: deps.sandbox.wrap(roots, { display: display?.number }),
         userDataDir: deps.sandbox.homePath(roots, 'user-data'),
         env: { ...env, ...deps.sandbox.insideEnv(roots), ...(display ? { DISPLAY: `:${display.number}` } : {}) },

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launchChromium } from '../browser/chromium.js';
+import type { Spawner } from '../browser/launcher.js';
 import { markedEnv } from '../browser/procs.js';
 import { removeTree } from '../fs-util.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
@@ -48,7 +49,7 @@ export function withoutHeadless(identity: BrowserIdentity): BrowserIdentity {
  * written down here. Its processes carry the home's markers, so a daemon killed meanwhile has
  * them reaped at its next start.
  */
-export async function probeIdentity(opts: { chromiumPath: string; sandbox: Sandbox; home: string }): Promise<BrowserIdentity> {
+export async function probeIdentity(opts: { chromiumPath: string; sandbox: Sandbox; home: string; spawn?: Spawner }): Promise<BrowserIdentity> {
   const dir = await mkdtemp(join(tmpdir(), 'rbrowse-identity-'));
   try {
     const roots = { home: join(dir, 'home'), tmp: join(dir, 'tmp') };
@@ -56,6 +57,7 @@ export async function probeIdentity(opts: { chromiumPath: string; sandbox: Sandb
     await opts.sandbox.own(roots);
     const chromium = await launchChromium({
       executable: opts.chromiumPath,
+      spawn: opts.spawn,
       wrapper: opts.sandbox.wrap(roots),
       userDataDir: opts.sandbox.homePath(roots, 'user-data'),
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...opts.sandbox.insideEnv(roots), ...markedEnv(opts.home, 'identity-probe') },

@@ -5,6 +5,7 @@ import { navigate } from '../browser/cdp-page.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { probeIdentity, withoutHeadless, type BrowserIdentity } from './identity.js';
 import { initScript } from './init-script.js';
+import type { Spawner } from '../browser/launcher.js';
 import { TargetPatcher } from './target-patcher.js';
 
 export interface StealthDeps {
@@ -13,6 +14,7 @@ export interface StealthDeps {
   sandbox: Sandbox;
   /** The daemon's home: the identity probe's processes carry its markers. */
   home: string;
+  spawn?: Spawner;
   log: (msg: string, extra?: object) => void;
 }
 

@@ -1,0 +1,28 @@
+// The daemon's process launcher: a small Node process that forks browsers on the daemon's behalf.
+// libuv's spawn() waits, on the calling event loop, until the new child has exec'd; when the two
+// cores are busy starting browsers that wait is 5 ms typically and up to 140 ms, and every API
+// request waits with it. Here the wait stalls nobody. Each child runs detached (its own process
+// group, which the daemon signals directly); its stderr and exit come back as IPC messages.
+// The daemon gone (its IPC channel closed) ends this process; the children stay for the daemon's
+// next start to reap, as they would if the daemon had forked them itself.
+import { spawn } from 'node:child_process';
+
+const send = (message) => {
+  if (process.connected) process.send(message);
+};
+
+process.on('disconnect', () => process.exit(0));
+process.on('message', ({ id, command, args, env }) => {
+  let child;
+  try {
+    child = spawn(command, args, { env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (err) {
+    send({ id, type: 'error', message: err.message, code: err.code });
+    return;
+  }
+  child.once('error', (err) => send({ id, type: 'error', message: err.message, code: err.code }));
+  child.once('spawn', () => send({ id, type: 'spawned', pid: child.pid }));
+  child.stderr.on('data', (data) => send({ id, type: 'stderr', data }));
+  child.stderr.once('close', () => send({ id, type: 'stderr-closed' }));
+  child.once('exit', (code, signal) => send({ id, type: 'exit', code, signal }));
+});

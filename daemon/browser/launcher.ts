@@ -1,0 +1,145 @@
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { PassThrough, type Readable } from 'node:stream';
+import { runnerScript } from '../process/node-runner.js';
+import { markedEnv } from './procs.js';
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A child started detached (its own process group), stdout ignored, stderr kept. */
+export interface LaunchedChild {
+  pid: number;
+  stderr: Readable;
+  exited: Promise<ExitInfo>;
+}
+
+/** Starts a detached child; rejects when it could not be started at all (a missing binary). */
+export type Spawner = (command: string, args: string[], env: Record<string, string>) => Promise<LaunchedChild>;
+
+/** The plain way, from the calling process: for tests and tools that launch a browser alone. */
+export const spawnHere: Spawner = (command, args, env) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = new Promise<ExitInfo>((done) => child.once('exit', (code, signal) => done({ code, signal })));
+    child.once('error', reject);
+    child.once('spawn', () => resolve({ pid: child.pid!, stderr: child.stderr!, exited }));
+  });
+
+type Message =
+  | { id: number; type: 'spawned'; pid: number }
+  | { id: number; type: 'error'; message: string; code?: string }
+  | { id: number; type: 'stderr'; data: Uint8Array }
+  | { id: number; type: 'stderr-closed' }
+  | { id: number; type: 'exit'; code: number | null; signal: NodeJS.Signals | null };
+
+interface Pending {
+  started?: { resolve: (c: LaunchedChild) => void; reject: (e: Error) => void };
+  pid?: number;
+  stderr: PassThrough;
+  exit: (e: ExitInfo) => void;
+  exited: Promise<ExitInfo>;
+  hasExited?: boolean;
+}
+
+/**
+ * Forks browsers from a helper process (launcher.mjs) instead of the daemon: libuv's spawn() blocks
+ * the calling event loop until the child has exec'd, which on two busy cores took up to 140 ms per
+ * browser, with every API request waiting behind it. The helper is started on first use and again
+ * after it died; a helper that dies takes its children with it (killed, reported as exited), since
+ * nothing would report their exit any more. It carries the home's marker, so a daemon's restart
+ * reaps one a crashed daemon left (it ends by itself once the daemon's IPC channel closes).
+ */
+export class ProcessLauncher {
+  private helper?: ChildProcess;
+  private next = 0;
+  private readonly children = new Map<number, Pending>();
+  private closed = false;
+
+  constructor(private readonly opts: { home: string; log?: (msg: string, extra?: object) => void }) {}
+
+  readonly spawn: Spawner = (command, args, env) => {
+    if (this.closed) return Promise.reject(new Error('the daemon is stopping'));
+    const helper = this.ensureHelper();
+    const id = ++this.next;
+    let exit!: (e: ExitInfo) => void;
+    const exited = new Promise<ExitInfo>((resolve) => (exit = resolve));
+    return new Promise<LaunchedChild>((resolve, reject) => {
+      this.children.set(id, { started: { resolve, reject }, stderr: new PassThrough(), exit, exited });
+      helper.send({ id, command, args, env });
+    });
+  };
+
+  /** Ends the helper (the children it started are the sessions', which stop them). */
+  close(): void {
+    this.closed = true;
+    this.helper?.disconnect();
+  }
+
+  private ensureHelper(): ChildProcess {
+    if (this.helper) return this.helper;
+    const helper = fork(runnerScript('browser', 'launcher.mjs'), [], {
+      execArgv: ['--max-semi-space-size=1'],
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      env: { ...process.env, ...markedEnv(this.opts.home, 'launcher') },
+    });
+    helper.on('message', (m: Message) => this.receive(m));
+    helper.once('exit', (code, signal) => this.lost(helper, code, signal));
+    // An IPC write to a helper that just died: its 'exit' settles what was pending.
+    helper.on('error', () => {});
+    this.helper = helper;
+    return helper;
+  }
+
+  private receive(m: Message): void {
+    const c = this.children.get(m.id);
+    if (!c) return;
+    switch (m.type) {
+      case 'spawned':
+        c.pid = m.pid;
+        c.started?.resolve({ pid: m.pid, stderr: c.stderr, exited: c.exited });
+        c.started = undefined;
+        break;
+      case 'error':
+        c.started?.reject(Object.assign(new Error(m.message), { code: m.code }));
+        c.started = undefined;
+        // The child never ran: no exit will come.
+        c.exit({ code: null, signal: null });
+        c.stderr.end();
+        this.children.delete(m.id);
+        break;
+      case 'stderr':
+        c.stderr.write(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength));
+        break;
+      case 'stderr-closed':
+        c.stderr.end();
+        if (c.hasExited) this.children.delete(m.id);
+        break;
+      case 'exit':
+        c.hasExited = true;
+        c.exit({ code: m.code, signal: m.signal });
+        if (c.stderr.writableEnded) this.children.delete(m.id);
+        break;
+    }
+  }
+
+  private lost(helper: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.helper === helper) this.helper = undefined;
+    if (!this.closed) this.opts.log?.('the browser launcher exited; its browsers are stopped', { code, signal });
+    for (const [id, c] of this.children) {
+      if (c.pid !== undefined) {
+        try {
+          process.kill(-c.pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      }
+      c.started?.reject(new Error('the browser launcher exited'));
+      c.stderr.end();
+      c.exit({ code: null, signal: 'SIGKILL' });
+      this.children.delete(id);
+    }
+  }
+}
