@@ -15,6 +15,7 @@ import { appsCommand, deployCommand, deploymentsCommand } from './commands/deplo
 import { extensionsCommand } from './commands/extensions.js';
 import { invocationsCommand, invokeCommand } from './commands/invocations.js';
 import { profilesCommand } from './commands/profiles.js';
+import { keysCommand } from './commands/keys.js';
 import { proxiesCommand } from './commands/proxies.js';
 import { exitCodeFor, printError } from './output.js';
 import { applyConventions } from './conventions.js';
@@ -43,6 +44,7 @@ program.addCommand(poolsCommand());
 program.addCommand(computerCommand());
 program.addCommand(daemonCommand());
 program.addCommand(authCommand());
+program.addCommand(keysCommand());
 program.addCommand(envCommand());
 program.addCommand(doctorCommand());
 program.addCommand(fsCommand());

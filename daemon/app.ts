@@ -31,6 +31,8 @@ import { extensionHandlers } from './http/routes/extensions.js';
 import { invocationHandlers } from './http/routes/invocations.js';
 import { profileHandlers } from './http/routes/profiles.js';
 import { proxyHandlers } from './http/routes/proxies.js';
+import { apiKeyHandlers } from './http/routes/api-keys.js';
+import { ApiKeys } from './api-keys.js';
 import { Deployments } from './apps/deployments.js';
 import { Extensions } from './extensions/extensions.js';
 import { Invocations, syncCapMsFromEnv } from './invocations/invocations.js';
@@ -190,7 +192,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     answered: (r) => telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id)),
     handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions, opts.log), ...poolHandlers(pools),
       ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...telemetryHandlers(sessions, telemetry), ...computerHandlers(new ComputerControl(sessions)),
-      ...profileHandlers(profiles), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
+      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth })), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
   });
   const liveView = new LiveView({ sessions, tokens, telemetry });

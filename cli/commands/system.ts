@@ -104,12 +104,19 @@ export function authCommand(): Command {
       await startDaemonWithProgress();
       process.stdout.write(`${localKey()}\n`);
     });
-  covers(auth.command('create-key'), 'adminCreateKey')
-    .description('print a new API key for an organization (created when missing)')
-    .requiredOption('--org <name>', 'organization name')
-    .option('--json', 'print the API object ({org_id, org, key})')
-    .addHelpText('after', '\nExample:\n  rbrowse auth create-key --org team-a')
-    .action(async (o) => {
+  covers(auth.command('create-key'), 'createApiKey', 'adminCreateKey')
+    .description("print a new API key of your organization (POST /org/api_keys), or with --org of another (made when missing; the local admin token's)")
+    .option('--name <name>', 'a label for the key', 'cli')
+    .option('--org <name>', 'an organization by name: made when missing (admin)')
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nSee rbrowse keys for listing, rotating and deleting keys.\n\nExample:\n  rbrowse auth create-key --name ci\n  rbrowse auth create-key --org team-a')
+    .action(async (o, cmd: Command) => {
+      if (!o.org) {
+        const created = await (await clientFor(cmd)).call('createApiKey', { body: { name: o.name } });
+        if (o.json) printJson(created);
+        else process.stdout.write(`${created.key}\n`);
+        return;
+      }
       const info = await startDaemonWithProgress();
       const admin = new RbrowseClient(info.base_url, adminToken());
       const created = await admin.call('adminCreateKey', { body: { org: o.org } });

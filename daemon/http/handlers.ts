@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BodyOf, OperationId, ParamsOf, QueryOf, ResponseOf } from '../../src/api/routes.js';
-import type { OrgRecord } from '../auth.js';
+import type { ApiKeyRecord, OrgRecord } from '../auth.js';
 
 export interface HandlerContext<K extends OperationId> {
   params: ParamsOf<K>;
@@ -8,6 +8,8 @@ export interface HandlerContext<K extends OperationId> {
   body: BodyOf<K>;
   /** The caller's organization; present on every route whose auth is `key`. */
   org: OrgRecord;
+  /** The key the caller authenticated with; present wherever `org` is. */
+  key: ApiKeyRecord;
   request: FastifyRequest;
   reply: FastifyReply;
 }

@@ -12,7 +12,7 @@ import { ApiError, BadRequestError, NotFoundError, ServiceUnavailableError, Unau
 import { refuseOnSocket } from './upgrades.js';
 import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
-import type { OrgRecord } from '../auth.js';
+import type { ApiKeyRecord, OrgRecord } from '../auth.js';
 import { toErrorReply } from './errors.js';
 import { formDoc } from './form-doc.js';
 import type { Handlers } from './handlers.js';
@@ -20,6 +20,8 @@ import type { Handlers } from './handlers.js';
 declare module 'fastify' {
   interface FastifyRequest {
     org: OrgRecord | null;
+    /** The key the caller authenticated with (on `key` routes). */
+    apiKey: ApiKeyRecord | null;
   }
   interface FastifyContextConfig {
     auth?: RouteDef['auth'];
@@ -99,6 +101,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(makeValidators());
   app.setSerializerCompiler(({ schema }) => lazily(() => fastJson(schema as object) as (data: unknown) => string));
   app.decorateRequest('org', null);
+  app.decorateRequest('apiKey', null);
 
   // Uploads stream part by part into the session; the limits bound what one request may carry.
   await app.register(multipart, { limits: { fileSize: 4 * 1024 ** 3, files: 100, fields: 200, parts: 300 } });
@@ -142,9 +145,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       if (!token || !deps.auth.isAdminToken(token)) throw new UnauthorizedError('admin token required');
       return;
     }
-    const org = token ? deps.auth.orgForKey(token) : undefined;
-    if (!org) throw new UnauthorizedError();
-    req.org = org;
+    const found = token ? deps.auth.keyFor(token) : undefined;
+    if (!found) throw new UnauthorizedError();
+    req.org = found.org;
+    req.apiKey = found.key;
   });
 
   if (deps.answered) {
@@ -225,6 +229,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           query: request.query,
           body: request.body,
           org: request.org,
+          key: request.apiKey,
           request,
           reply,
         });

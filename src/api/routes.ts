@@ -6,6 +6,7 @@ import { deploymentRoutes } from './deployments.js';
 import { extensionRoutes } from './extensions.js';
 import { invocationRoutes } from './invocations.js';
 import { profileRoutes } from './profiles.js';
+import { apiKeyRoutes } from './api-keys.js';
 import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
@@ -480,6 +481,7 @@ export const routes = {
   },
   // Each further resource keeps its schemas and routes in a module of its own.
   ...profileRoutes,
+  ...apiKeyRoutes,
   ...extensionRoutes,
   ...proxyRoutes,
   ...deploymentRoutes,
