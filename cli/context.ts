@@ -7,6 +7,7 @@ import { startDaemonWithProgress } from './progress.js';
 export interface GlobalOptions {
   baseUrl?: string;
   apiKey?: string;
+  project?: string;
 }
 
 /**
@@ -16,12 +17,14 @@ export interface GlobalOptions {
 export async function clientFor(cmd: Command): Promise<RbrowseClient> {
   const opts = cmd.optsWithGlobals() as GlobalOptions;
   const remote = opts.baseUrl ?? process.env.KERNEL_BASE_URL;
-  if (remote) {
-    const key = opts.apiKey ?? process.env.KERNEL_API_KEY;
-    return new RbrowseClient(remote.replace(/\/+$/, ''), key ?? tryLocalKey());
-  }
-  const info = await startDaemonWithProgress();
-  return new RbrowseClient(info.base_url, opts.apiKey ?? localKey());
+  const client = remote
+    ? new RbrowseClient(remote.replace(/\/+$/, ''), opts.apiKey ?? process.env.KERNEL_API_KEY ?? tryLocalKey())
+    : new RbrowseClient((await startDaemonWithProgress()).base_url, opts.apiKey ?? localKey());
+  const project = opts.project ?? process.env.KERNEL_PROJECT;
+  if (!project) return client;
+  // The header takes a project id; a name is looked up first, as Kernel's CLI does.
+  const { id } = await client.call('getProject', { params: { id: project } });
+  return new RbrowseClient(client.baseUrl, client.apiKey, id);
 }
 
 export function localKey(): string {

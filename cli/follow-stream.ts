@@ -8,13 +8,13 @@ import { sseEvents } from './sse.js';
  */
 export async function followStream<E, T>(
   label: string,
-  stream: { url: URL; apiKey?: string; current: () => Promise<E> },
+  stream: { url: URL; auth: Record<string, string>; current: () => Promise<E> },
   onEvent: (event: E, p: Progress) => T | undefined,
   opts: ProgressOptions<T> = {},
 ): Promise<T> {
   const controller = new AbortController();
   async function* events(): AsyncGenerator<E> {
-    yield* sseEvents<E>(stream.url.href, stream.apiKey, controller.signal);
+    yield* sseEvents<E>(stream.url.href, stream.auth, controller.signal);
     yield await stream.current();
   }
   try {

@@ -16,6 +16,7 @@ import { extensionsCommand } from './commands/extensions.js';
 import { invocationsCommand, invokeCommand } from './commands/invocations.js';
 import { profilesCommand } from './commands/profiles.js';
 import { keysCommand } from './commands/keys.js';
+import { limitsCommand, projectsCommand } from './commands/projects.js';
 import { proxiesCommand } from './commands/proxies.js';
 import { exitCodeFor, printError } from './output.js';
 import { applyConventions } from './conventions.js';
@@ -32,6 +33,7 @@ const program = new Command('rbrowse')
   .version(VERSION, versionFlags)
   .option('--base-url <url>', 'talk to this server instead of the local daemon (or KERNEL_BASE_URL)')
   .option('--api-key <key>', 'API key (or KERNEL_API_KEY; the local default key otherwise)')
+  .option('--project <id-or-name>', 'act in this project of your organization (or KERNEL_PROJECT; the default project otherwise)')
   .showHelpAfterError()
   .addHelpText('after', '\nExamples:\n  rbrowse create --viewport 1024x768\n  rbrowse ls\n  eval "$(rbrowse env)"');
 
@@ -45,6 +47,8 @@ program.addCommand(computerCommand());
 program.addCommand(daemonCommand());
 program.addCommand(authCommand());
 program.addCommand(keysCommand());
+program.addCommand(projectsCommand());
+program.addCommand(limitsCommand());
 program.addCommand(envCommand());
 program.addCommand(doctorCommand());
 program.addCommand(fsCommand());

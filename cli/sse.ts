@@ -5,9 +5,9 @@ import { apiError } from './api-error.js';
  * the official SDK's decoder; ends when the server ends the stream or `signal` aborts. A refused
  * request throws its ApiCallError. Used by `watch`, and for following logs (deployments, invocations).
  */
-export async function* sseEvents<T>(url: string, apiKey: string | undefined, signal: AbortSignal): AsyncGenerator<T> {
+export async function* sseEvents<T>(url: string, auth: Record<string, string>, signal: AbortSignal): AsyncGenerator<T> {
   const res = await fetch(url, {
-    headers: { accept: 'text/event-stream', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
+    headers: { accept: 'text/event-stream', ...auth },
     signal,
   });
   if (!res.ok) throw apiError(res.status, await res.text());
@@ -28,12 +28,12 @@ export async function* sseEvents<T>(url: string, apiKey: string | undefined, sig
  * Follows a stream until it ends, `onEvent` answers true, or the user interrupts (Ctrl-C,
  * SIGTERM), which is no error: `rbrowse logs -f`, `fs watch`, `process output`.
  */
-export async function followUntilInterrupted<T>(url: string, apiKey: string | undefined, onEvent: (event: T) => boolean | void): Promise<void> {
+export async function followUntilInterrupted<T>(url: string, auth: Record<string, string>, onEvent: (event: T) => boolean | void): Promise<void> {
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop).once('SIGTERM', stop);
   try {
-    for await (const event of sseEvents<T>(url, apiKey, controller.signal)) if (onEvent(event)) break;
+    for await (const event of sseEvents<T>(url, auth, controller.signal)) if (onEvent(event)) break;
   } catch (err) {
     if (!controller.signal.aborted) throw err;
   } finally {

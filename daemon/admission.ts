@@ -1,4 +1,4 @@
-import { availableParallelism, freemem } from 'node:os';
+import { availableParallelism, freemem, totalmem } from 'node:os';
 import { RateLimitError, ServiceUnavailableError } from '../src/errors.js';
 
 /** What the machine can start at once, and how long a launch may wait for its turn. */
@@ -37,6 +37,20 @@ export function admissionLimits(env: NodeJS.ProcessEnv = process.env): Admission
     waitMs: num('RBROWSE_LAUNCH_WAIT_MS', 30_000, 0),
     reserveBytes,
   };
+}
+
+/**
+ * Browsers this machine can hold at once: its memory over what a launch reserves, unless
+ * RBROWSE_ORG_MAX_SESSIONS says otherwise. An organization's concurrency limit (GET /org/limits).
+ */
+export function sessionCapacity(limits: AdmissionLimits, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.RBROWSE_ORG_MAX_SESSIONS;
+  if (raw !== undefined && raw !== '') {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`RBROWSE_ORG_MAX_SESSIONS must be an integer of at least 1: ${raw}`);
+    return n;
+  }
+  return Math.max(1, Math.floor(totalmem() / Math.max(limits.reserveBytes, MiB)));
 }
 
 interface Waiter {

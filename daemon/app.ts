@@ -45,7 +45,10 @@ import { SessionManager } from './sessions/manager.js';
 import { Standby } from './ready/standby.js';
 import type { StandbyEntry } from '../src/standby.js';
 import { Store } from './store.js';
-import { admissionLimits, LaunchAdmission } from './admission.js';
+import { admissionLimits, LaunchAdmission, sessionCapacity } from './admission.js';
+import { Projects } from './projects.js';
+import { Quotas } from './quotas.js';
+import { projectHandlers } from './http/routes/projects.js';
 import { History, retentionFromEnv } from './state/history.js';
 import type { SessionRecord } from './sessions/record.js';
 import type { InvocationRecord } from './invocations/invocations.js';
@@ -146,7 +149,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   await replays.prune(retention.maxAgeMs);
   await telemetryArchive.prune(retention.maxAgeMs);
   const admission = new LaunchAdmission(admissionLimits());
-  opts.log('browser launches admitted', { ...admission.limits });
+  const orgMaxSessions = sessionCapacity(admission.limits);
+  opts.log('browser launches admitted', { ...admission.limits, org_max_sessions: orgMaxSessions });
+  const projects = new Projects({ store, orgMaxSessions });
   // The standby set launches through the session manager, which takes from it: built around each other.
   const standby = new Standby({
     entries: opts.standby,
@@ -184,16 +189,22 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       return { extension_ids: extensions.resolvedIds(org, config.extensions ?? []), ...(profileId ? { profile_id: profileId } : {}) };
     },
   });
+  const quotas = new Quotas({
+    projects,
+    orgMaxSessions,
+    usage: { sessions: (owner) => sessions.onDemandOf(owner) + pools.reservedBy(owner), invocations: (owner) => invocations.unfinishedOf(owner) },
+  });
   const gateway = new CdpGateway({ sessions, telemetry, log: opts.log });
   const watch = new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) });
   const server = await buildServer({
     auth,
+    scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
     log: opts.log,
     answered: (r) => telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id)),
-    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions, opts.log), ...poolHandlers(pools),
+    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions, quotas, opts.log), ...poolHandlers(pools, quotas),
       ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...telemetryHandlers(sessions, telemetry), ...computerHandlers(new ComputerControl(sessions)),
-      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth })), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
-      ...deploymentHandlers(deployments), ...invocationHandlers(invocations), ...watchHandlers(watch) },
+      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth, projects })), ...projectHandlers(projects), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
+      ...deploymentHandlers(deployments), ...invocationHandlers(invocations, quotas), ...watchHandlers(watch) },
   });
   const liveView = new LiveView({ sessions, tokens, telemetry });
   const bidi = new BidiGateway({ sessions, log: opts.log });

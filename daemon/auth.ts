@@ -5,6 +5,7 @@ import { dirname } from 'node:path';
 import { newId } from '../src/ids.js';
 import type { HomePaths } from '../src/config.js';
 import type { Store } from './store.js';
+import type { Scope } from './projects.js';
 import { replaceFile } from './state/replace-file.js';
 
 export const DEFAULT_ORG = 'default';
@@ -174,9 +175,9 @@ export class Auth {
     return { org, key };
   }
 
-  /** A further key of an existing org (an invocation's own, revoked with revokeKey when it ends). */
-  async mintKey(org: OrgRecord): Promise<{ id: string; key: string }> {
-    const { key, record } = newKeyRecord(org.id, { name: 'invocation', created_by: creatorOf('daemon'), minted: true });
+  /** An invocation's own key, bound to its project, revoked with revokeKey when it ends. */
+  async mintKey(scope: Scope): Promise<{ id: string; key: string }> {
+    const { key, record } = newKeyRecord(scope.org_id, { name: 'invocation', created_by: creatorOf('daemon'), project_id: scope.project_id, minted: true });
     await this.store.update((state) => void state.api_keys.push(record));
     return { id: record.id, key };
   }

@@ -55,6 +55,8 @@ export class RbrowseClient {
   constructor(
     readonly baseUrl: string,
     readonly apiKey?: string,
+    /** A project id: every request is scoped to it (X-Kernel-Project-Id). */
+    readonly projectId?: string,
   ) {}
 
   async call<K extends OperationId>(op: K, args: CallArgs<K>): Promise<ResponseOf<K>> {
@@ -98,10 +100,16 @@ export class RbrowseClient {
     return res;
   }
 
+  /** Who is asking: the key, and the project the requests are scoped to (for streams and uploads made by hand). */
+  authHeaders(): Record<string, string> {
+    return {
+      ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
+      ...(this.projectId ? { 'x-kernel-project-id': this.projectId } : {}),
+    };
+  }
+
   private headers(def: RouteDef): Record<string, string> {
-    const headers: Record<string, string> = { accept: def.produces ?? 'application/json' };
-    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    return headers;
+    return { accept: def.produces ?? 'application/json', ...this.authHeaders() };
   }
 
   /** The request body, its content type set in `headers` (a form's, with its boundary, by exchange()). */

@@ -26,7 +26,7 @@ class FeedReader {
 
   constructor(baseUrl: string, key: string | undefined) {
     this.done = (async () => {
-      for await (const e of sseEvents<FeedEvent>(`${baseUrl}/watch`, key, this.abort.signal)) this.events.push(e);
+      for await (const e of sseEvents<FeedEvent>(`${baseUrl}/watch`, key ? { authorization: `Bearer ${key}` } : {}, this.abort.signal)) this.events.push(e);
     })().catch((err: unknown) => err);
   }
 
@@ -131,7 +131,7 @@ describe('GET /watch: the live feed', () => {
   test('the progress helpers follow a real event stream and a real download, without animation off a terminal', async () => {
     assert.equal(process.stdout.isTTY, undefined, 'this test expects the runner to pipe stdout');
     const abort = new AbortController();
-    const ticked = await followEvents('following', sseEvents<FeedEvent>(`${d.baseUrl}/watch`, d.apiKey, abort.signal), (e) =>
+    const ticked = await followEvents('following', sseEvents<FeedEvent>(`${d.baseUrl}/watch`, { authorization: `Bearer ${d.apiKey}` }, abort.signal), (e) =>
       e.event === 'tick' ? e.server_time : undefined,
     );
     abort.abort();

@@ -227,7 +227,7 @@ describe('invocations', () => {
     const feed = new AbortController();
     const listed: boolean[] = [];
     const reading = (async () => {
-      for await (const e of sseEvents<any>(`${d.baseUrl}/watch`, d.apiKey, feed.signal)) {
+      for await (const e of sseEvents<any>(`${d.baseUrl}/watch`, { authorization: `Bearer ${d.apiKey}` }, feed.signal)) {
         if (e.event === 'snapshot') listed.push(e.invocations.some((i: any) => i.id === res.body.id && i.status === 'running'));
       }
     })().catch(() => {});

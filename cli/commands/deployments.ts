@@ -61,7 +61,7 @@ async function followDeployment(client: RbrowseClient, id: string, o: { json?: b
     `deployment ${id}`,
     {
       url: client.url('followDeployment', { params: { id }, query: o.since ? { since: o.since } : {} }),
-      apiKey: client.apiKey,
+      auth: client.authHeaders(),
       current: async () => ({ event: 'deployment_state', deployment: await client.call('getDeployment', { params: { id } }) }),
     },
     (event, p) => {

@@ -28,7 +28,7 @@ async function upload(client: RbrowseClient, id: string, files: { local: string;
   }
   const res = await fetch(new URL(`/browsers/${encodeURIComponent(id)}/fs/upload`, client.baseUrl), {
     method: 'POST',
-    headers: client.apiKey ? { authorization: `Bearer ${client.apiKey}` } : {},
+    headers: client.authHeaders(),
     body: form,
   });
   if (!res.ok) throw apiError(res.status, await res.text());
@@ -42,7 +42,7 @@ async function uploadZipFile(client: RbrowseClient, id: string, zip: string, des
   form.append('zip_file', await openAsBlob(zip), basename(zip));
   const res = await fetch(new URL(`/browsers/${encodeURIComponent(id)}/fs/upload_zip`, client.baseUrl), {
     method: 'POST',
-    headers: client.apiKey ? { authorization: `Bearer ${client.apiKey}` } : {},
+    headers: client.authHeaders(),
     body: form,
   });
   if (!res.ok) throw apiError(res.status, await res.text());
@@ -172,7 +172,7 @@ export function fsCommand(): Command {
       const url = new URL(`/browsers/${encodeURIComponent(id)}/fs/watch/${encodeURIComponent(watch_id)}/events`, client.baseUrl);
       type FsEvent = { event: string; type: string; path: string; is_dir: boolean };
       try {
-        await followUntilInterrupted<FsEvent>(url.href, client.apiKey, (ev) => {
+        await followUntilInterrupted<FsEvent>(url.href, client.authHeaders(), (ev) => {
           if (ev.event === 'fs_event') console.log(o.json ? JSON.stringify(ev) : `${ev.type.padEnd(6)} ${ev.path}${ev.is_dir ? '/' : ''}`);
         });
       } finally {

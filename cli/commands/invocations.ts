@@ -73,7 +73,7 @@ async function follow(
     `invocation ${id}`,
     {
       url: client.url('invocationEvents', { params: { id }, query: opts.since ? { since: opts.since } : {} }),
-      apiKey: client.apiKey,
+      auth: client.authHeaders(),
       current: async () => ({ event: 'invocation_state', invocation: await client.call('getInvocation', { params: { id } }) }),
     },
     (event, p) => {

@@ -21,7 +21,7 @@ export function logsCommand(): Command {
         ...(o.path ? { path: o.path } : { supervisor_process: o.supervisorProcess }),
       });
       const url = new URL(`/browsers/${encodeURIComponent(id)}/logs/stream?${query}`, client.baseUrl);
-      await followUntilInterrupted<{ event: string; message: string }>(url.href, client.apiKey, (ev) => {
+      await followUntilInterrupted<{ event: string; message: string }>(url.href, client.authHeaders(), (ev) => {
         if (ev.event === 'log') console.log(o.json ? JSON.stringify(ev) : ev.message);
       });
     });

@@ -138,7 +138,7 @@ export function processCommand(): Command {
       const client = await clientFor(c);
       const url = new URL(`/browsers/${encodeURIComponent(id)}/process/${encodeURIComponent(processId)}/stdout/stream`, client.baseUrl);
       type Event = { event: string; stream?: 'stdout' | 'stderr'; data_b64?: string; exit_code?: number };
-      await followUntilInterrupted<Event>(url.href, client.apiKey, (ev) => {
+      await followUntilInterrupted<Event>(url.href, client.authHeaders(), (ev) => {
         if (o.json) console.log(JSON.stringify(ev));
         else if (ev.event === 'output') process[ev.stream ?? 'stdout'].write(Buffer.from(ev.data_b64 ?? '', 'base64'));
         if (ev.event !== 'exit') return false;

@@ -54,7 +54,7 @@ export function telemetryCommand(): Command {
     .action(async (id: string, o, cmd: Command) => {
       const client = await clientFor(cmd);
       const url = new URL(`/browsers/${encodeURIComponent(id)}/telemetry/stream${o.replay ? `?replay=${encodeURIComponent(o.replay)}` : ''}`, client.baseUrl);
-      await followUntilInterrupted<TelemetryEnvelope>(url.href, client.apiKey, (e) => {
+      await followUntilInterrupted<TelemetryEnvelope>(url.href, client.authHeaders(), (e) => {
         console.log(o.json ? JSON.stringify(e) : line(e).join('  '));
       });
     });

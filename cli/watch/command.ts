@@ -30,7 +30,7 @@ export function watchCommand(): Command {
         if (remote) return first;
         const info = readDaemonInfo();
         if (!info) throw new Error('the daemon is not running');
-        return info.base_url === first.baseUrl ? first : new RbrowseClient(info.base_url, first.apiKey);
+        return info.base_url === first.baseUrl ? first : new RbrowseClient(info.base_url, first.apiKey, first.projectId);
       };
       // The dashboard's modules (Ink, React) load only when it is drawn, not with every command.
       const [{ createElement: h }, { render }, { Dashboard }] = await Promise.all([import('react'), import('ink'), import('./dashboard.js')]);

@@ -13,7 +13,7 @@ export interface FeedState {
 
 export interface Target {
   baseUrl: string;
-  apiKey?: string;
+  authHeaders(): Record<string, string>;
 }
 
 /** What the dashboard listens to: the feed's events and its connection state. */
@@ -70,7 +70,7 @@ export class WatchConnection implements FeedSource {
       try {
         target = await this.resolve();
         watchdog();
-        for await (const event of sseEvents<FeedEvent>(`${target.baseUrl}/watch`, target.apiKey, connection.signal)) {
+        for await (const event of sseEvents<FeedEvent>(`${target.baseUrl}/watch`, target.authHeaders(), connection.signal)) {
           watchdog();
           if (event.event !== 'snapshot' && event.event !== 'tick') continue;
           if (this.state.status !== 'live') this.setState({ status: 'live', baseUrl: target.baseUrl });

@@ -1,13 +1,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BodyOf, OperationId, ParamsOf, QueryOf, ResponseOf } from '../../src/api/routes.js';
-import type { ApiKeyRecord, OrgRecord } from '../auth.js';
+import type { ApiKeyRecord } from '../auth.js';
+import type { Scope } from '../projects.js';
 
 export interface HandlerContext<K extends OperationId> {
   params: ParamsOf<K>;
   query: QueryOf<K>;
   body: BodyOf<K>;
-  /** The caller's organization; present on every route whose auth is `key`. */
-  org: OrgRecord;
+  /**
+   * The owner of the caller's resources: its organization's project (X-Kernel-Project-Id, else the
+   * key's project, else the default one); present on every route whose auth is `key`.
+   */
+  org: Scope;
   /** The key the caller authenticated with; present wherever `org` is. */
   key: ApiKeyRecord;
   request: FastifyRequest;

@@ -13,13 +13,14 @@ import { refuseOnSocket } from './upgrades.js';
 import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
 import type { ApiKeyRecord, OrgRecord } from '../auth.js';
+import type { Scope } from '../projects.js';
 import { toErrorReply } from './errors.js';
 import { formDoc } from './form-doc.js';
 import type { Handlers } from './handlers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    org: OrgRecord | null;
+    org: Scope | null;
     /** The key the caller authenticated with (on `key` routes). */
     apiKey: ApiKeyRecord | null;
   }
@@ -33,7 +34,7 @@ export interface AnsweredRequest {
   operationId: OperationId;
   url: string;
   params: Record<string, string>;
-  org: OrgRecord;
+  org: Scope;
   status: number;
   durationMs: number;
   requestId: string;
@@ -41,6 +42,8 @@ export interface AnsweredRequest {
 
 export interface ServerDeps {
   auth: Auth;
+  /** The request's scope: its organization's project named by the header, the key or the default. */
+  scopeFor: (org: OrgRecord, key: ApiKeyRecord, projectHeader: string | undefined) => Promise<Scope>;
   handlers: Handlers;
   log: (msg: string, extra?: object) => void;
   /** Called after each answered request an organization made (not admin, jwt or public ones). */
@@ -147,7 +150,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     }
     const found = token ? deps.auth.keyFor(token) : undefined;
     if (!found) throw new UnauthorizedError();
-    req.org = found.org;
+    const header = req.headers['x-kernel-project-id'];
+    req.org = await deps.scopeFor(found.org, found.key, Array.isArray(header) ? header[0] : header || undefined);
     req.apiKey = found.key;
   });
 

@@ -15,6 +15,7 @@ import { paginate, type ListPage } from '../paging.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import type { OrgRecord } from '../auth.js';
+import type { Scope } from '../projects.js';
 import type { Store } from '../store.js';
 import type { History } from '../state/history.js';
 import { ActionRun } from './action-run.js';
@@ -59,7 +60,7 @@ export interface InvocationsDeps {
     hold(deploymentId: string): () => void;
   };
   /** API keys of an org: one is minted per invocation and revoked when it ends. */
-  keys: { mintKey(org: OrgRecord): Promise<{ id: string; key: string }>; revokeKey(id: string): Promise<void> };
+  keys: { mintKey(scope: Scope): Promise<{ id: string; key: string }>; revokeKey(id: string): Promise<void> };
   publicUrl: () => string;
   /** Finished invocations: out of the state document, findable and listable until the retention drops them. */
   history: History<InvocationRecord>;
@@ -93,7 +94,7 @@ interface Final {
 
 interface Active {
   record: InvocationRecord;
-  org: OrgRecord;
+  org: Scope;
   events: EventLog;
   run?: ActionRun;
   timer?: NodeJS.Timeout;
@@ -147,7 +148,7 @@ export class Invocations implements SessionFeature {
     if (orphans.length) this.deps.log('invocations failed by a daemon restart', { count: orphans.length });
   }
 
-  async create(org: OrgRecord, body: CreateInvocationBody): Promise<{ accepted: boolean; invocation: Invocation }> {
+  async create(org: Scope, body: CreateInvocationBody): Promise<{ accepted: boolean; invocation: Invocation }> {
     if (body.payload !== undefined) assertPayload(body.payload);
     if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
     const action = this.deps.deployments.resolveAction(org, body.app_name, body.version, body.action_name);
@@ -177,6 +178,11 @@ export class Invocations implements SessionFeature {
 
   get(org: OrgRecord, id: string): Invocation {
     return this.toApi(this.find(org, id));
+  }
+
+  /** How many of the owner's invocations are queued or running. */
+  unfinishedOf(owner: string): number {
+    return this.deps.store.data.invocations.filter((r) => r.org_id === owner && !isTerminal(r.status)).length;
   }
 
   /** The org's queued and running invocations, oldest first (rbrowse watch shows them). */
@@ -272,7 +278,7 @@ export class Invocations implements SessionFeature {
 
   // --- internals ---
 
-  private track(record: InvocationRecord, org: OrgRecord, unhold: () => void): Active {
+  private track(record: InvocationRecord, org: Scope, unhold: () => void): Active {
     let markDone!: () => void;
     const done = new Promise<void>((r) => (markDone = r));
     const inv: Active = { record, org, events: new EventLog(LOG_LIMITS), done, markDone, unhold };

@@ -72,6 +72,13 @@ export class PoolManager {
     }
   }
 
+  /** Browsers the owner's pools reserve: their sizes. */
+  reservedBy(owner: string): number {
+    let n = 0;
+    for (const p of this.pools.values()) if (p.record.org_id === owner) n += p.config.size;
+    return n;
+  }
+
   async create(org: OrgRecord, body: CreatePoolBody): Promise<BrowserPool> {
     if (body.name) this.assertNameFree(org, body.name);
     const record = { id: newId(), org_id: org.id, created_at: new Date().toISOString(), config: this.checked(org, configFromCreate(body)) };

@@ -179,6 +179,13 @@ export class SessionManager {
   }
 
   /** Sessions of organizations with a running browser (pool browsers included, standby ones not). */
+  /** The owner's live sessions that are not a pool's (pools count by their size: PoolManager.reservedBy). */
+  onDemandOf(owner: string): number {
+    let n = 0;
+    for (const s of this.deps.store.data.sessions) if (s.org_id === owner && !s.deleted_at && !s.pool) n++;
+    return n;
+  }
+
   get running(): number {
     return this.live.size;
   }

@@ -7,6 +7,7 @@ import { extensionRoutes } from './extensions.js';
 import { invocationRoutes } from './invocations.js';
 import { profileRoutes } from './profiles.js';
 import { apiKeyRoutes } from './api-keys.js';
+import { projectRoutes } from './projects.js';
 import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
@@ -482,6 +483,7 @@ export const routes = {
   // Each further resource keeps its schemas and routes in a module of its own.
   ...profileRoutes,
   ...apiKeyRoutes,
+  ...projectRoutes,
   ...extensionRoutes,
   ...proxyRoutes,
   ...deploymentRoutes,

@@ -4,14 +4,17 @@ import { MAX_UPLOAD_BYTES } from '../../extensions/extensions.js';
 import { formParts } from '../form-entries.js';
 import { sendPage } from '../../paging.js';
 import type { SessionManager } from '../../sessions/manager.js';
+import { Quotas } from '../../quotas.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function browserHandlers(
   sessions: SessionManager,
+  quotas: Quotas,
   log: (msg: string) => void,
 ): HandlerGroup<'createBrowser' | 'listBrowsers' | 'getBrowser' | 'updateBrowser' | 'deleteBrowser' | 'loadBrowserExtensions'> {
   return {
-    createBrowser: ({ org, body }) => sessions.create(org, body),
+    // Held until the session is registered, where the project's count sees it.
+    createBrowser: ({ org, body }) => Quotas.holding(quotas.holdSessions(org), () => sessions.create(org, body)),
     listBrowsers: async ({ org, query, reply }) => sendPage(reply, await sessions.list(org, query)),
     getBrowser: ({ org, params, query }) => sessions.get(org, params.id, query.include_deleted),
     updateBrowser: ({ org, params, body }) => sessions.update(org, params.id, body),

@@ -1,10 +1,12 @@
 import type { Invocations } from '../../invocations/invocations.js';
 import { sendPage } from '../../paging.js';
+import { Quotas } from '../../quotas.js';
 import { EventStream } from '../sse.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function invocationHandlers(
   invocations: Invocations,
+  quotas: Quotas,
 ): HandlerGroup<
   | 'createInvocation'
   | 'listInvocations'
@@ -16,7 +18,8 @@ export function invocationHandlers(
 > {
   return {
     createInvocation: async ({ org, body, reply }) => {
-      const { accepted, invocation } = await invocations.create(org, body);
+      // Held until the invocation's record is made, where the project's count sees it.
+      const { accepted, invocation } = await Quotas.holding(quotas.holdInvocation(org), () => invocations.create(org, body));
       if (accepted) reply.code(202);
       return invocation;
     },

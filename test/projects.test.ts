@@ -1,0 +1,207 @@
+/**
+ * Projects and limits through the official SDK and the CLI: every resource is its project's and
+ * invisible from the others; the X-Kernel-Project-Id header, project-scoped keys and the default
+ * project resolve as on Kernel; a project is deleted only when empty; concurrency caps answer 429
+ * with Retry-After under concurrent creates, never a 5xx.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+import Kernel from '@onkernel/sdk';
+import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+
+describe('projects', () => {
+  let d: TestDaemon;
+  let kernel: Kernel;
+  const inProject = (projectID: string | null, apiKey = d.apiKey) => new Kernel({ apiKey, baseURL: d.baseUrl, maxRetries: 0, projectID });
+  /** A raw call with the default key and, if given, the project header. */
+  const call = async (method: string, path: string, project?: string, body?: unknown, key = d.apiKey) => {
+    const res = await fetch(`${d.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(project ? { 'x-kernel-project-id': project } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+  const cleanup: (() => Promise<unknown>)[] = [];
+
+  before(async () => {
+    d = await startTestDaemon();
+    kernel = inProject(null);
+  });
+  afterEach(async () => {
+    for (const undo of cleanup.splice(0).reverse()) await undo().catch(() => {});
+  });
+  after(async () => {
+    await d?.stop();
+  });
+
+  test('a default project holds what requests without a project make; the header names a project by id', async () => {
+    const projects = await kernel.projects.list();
+    assert.deepEqual(projects.items.map((p) => [p.name, p.status]), [['Default', 'active']]);
+    const def = projects.items[0]!;
+    const b = await kernel.browsers.create({ headless: true });
+    cleanup.push(() => kernel.browsers.deleteByID(b.session_id));
+    // Naming the default project is the same as naming none.
+    assert.equal((await inProject(def.id).browsers.retrieve(b.session_id)).session_id, b.session_id);
+    const byName = await call('GET', '/browsers', def.name);
+    assert.equal(byName.status, 404);
+    assert.equal(byName.body.code, 'project_not_found');
+    const unknown = await call('GET', '/browsers', 'nosuchproject00000000000');
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.code, 'project_not_found');
+  });
+
+  test("every kind of resource is its project's: invisible and untouchable from another", async () => {
+    const staging = await kernel.projects.create({ name: 'staging' });
+    cleanup.push(() => kernel.projects.delete(staging.id));
+    const s = inProject(staging.id);
+    const browser = await s.browsers.create({ headless: true, name: 'in-staging' });
+    cleanup.push(() => s.browsers.deleteByID(browser.session_id));
+    const profile = await s.profiles.create({ name: 'staging-profile' });
+    cleanup.push(() => s.profiles.delete(profile.id));
+    const proxy = await s.proxies.create({ type: 'custom', name: 'staging-proxy', config: { host: '127.0.0.1', port: 9 } });
+    cleanup.push(() => s.proxies.delete(proxy.id));
+    const pool = await s.browserPools.create({ name: 'staging-pool', size: 1, headless: true });
+    cleanup.push(() => s.browserPools.delete(pool.id, { force: true }));
+
+    // The default project sees none of them, by id or by name, and cannot touch them.
+    const ids = async <T extends { id?: string; session_id?: string }>(list: AsyncIterable<T>) => {
+      const out: string[] = [];
+      for await (const x of list) out.push((x.id ?? x.session_id)!);
+      return out;
+    };
+    assert.ok(!(await ids(kernel.browsers.list())).includes(browser.session_id));
+    assert.ok(!(await ids(kernel.profiles.list())).includes(profile.id));
+    assert.ok(!(await ids(kernel.proxies.list())).includes(proxy.id));
+    assert.ok(!(await ids(kernel.browserPools.list())).includes(pool.id));
+    for (const [path, method] of [
+      [`/browsers/${browser.session_id}`, 'GET'],
+      ['/browsers/in-staging', 'GET'],
+      [`/browsers/${browser.session_id}`, 'DELETE'],
+      [`/profiles/${profile.id}`, 'GET'],
+      [`/proxies/${proxy.id}`, 'GET'],
+      [`/browser_pools/${pool.id}`, 'GET'],
+      [`/browser_pools/${pool.id}/acquire`, 'POST'],
+    ] as const) {
+      const r = await call(method, path, undefined, method === 'POST' ? {} : undefined);
+      assert.equal(r.status, 404, `${method} ${path} from the default project: ${JSON.stringify(r.body)}`);
+    }
+    // A name is free again in another project.
+    const same = await kernel.profiles.create({ name: 'staging-profile' });
+    cleanup.push(() => kernel.profiles.delete(same.id));
+    // And the project sees its own.
+    assert.equal((await s.browsers.retrieve('in-staging')).session_id, browser.session_id);
+    assert.ok((await ids(s.profiles.list())).includes(profile.id));
+
+    // Not empty: 409 project_not_empty naming what it holds; then empty, deleted.
+    const busy = await call('DELETE', `/org/projects/${staging.id}`);
+    assert.equal(busy.status, 409);
+    assert.equal(busy.body.code, 'project_not_empty');
+    assert.match(busy.body.message, /sessions|profiles|proxies|pools/);
+  });
+
+  test('a project-scoped key sees only its project; a header naming another is 403; archived projects refuse', async () => {
+    const a = await kernel.projects.create({ name: 'team-a' });
+    cleanup.push(() => kernel.projects.delete(a.id));
+    const key = await kernel.apiKeys.create({ name: 'team-a-key', project_id: a.id });
+    cleanup.push(() => kernel.apiKeys.delete(key.id));
+    assert.equal(key.project_id, a.id);
+    assert.equal(key.project_name, 'team-a');
+    const scoped = inProject(null, key.key);
+    const p = await scoped.profiles.create({ name: 'made-by-scoped-key' });
+    cleanup.push(() => scoped.profiles.delete(p.id));
+    assert.ok((await inProject(a.id).profiles.list()).items.some((x) => x.id === p.id), 'made in the key project');
+    assert.ok(!(await kernel.profiles.list()).items.some((x) => x.id === p.id), 'not in the default project');
+    const def = (await kernel.projects.list({ name: 'Default' })).items[0]!;
+    const other = await call('GET', '/profiles', def.id, undefined, key.key);
+    assert.equal(other.status, 403);
+    assert.equal((await call('GET', '/profiles', a.id, undefined, key.key)).status, 200);
+    // Organization management is for organization-wide keys; its own keys only.
+    assert.equal((await call('POST', '/org/projects', undefined, { name: 'x' }, key.key)).status, 403);
+    const visibleKeys = (await scoped.apiKeys.list({ limit: 100 })).items;
+    assert.deepEqual(visibleKeys.map((k) => k.id), [key.id]);
+
+    await kernel.projects.update(a.id, { status: 'archived' });
+    const archived = await call('GET', '/profiles', a.id);
+    assert.equal(archived.status, 404);
+    assert.equal(archived.body.code, 'project_not_found');
+    assert.equal((await call('GET', '/profiles', undefined, undefined, key.key)).status, 404);
+    await kernel.projects.update(a.id, { status: 'active' });
+  });
+
+  test('the default project and the last one cannot go; an empty project is deleted', async () => {
+    const def = (await kernel.projects.list({ name: 'default' })).items[0]!;
+    const r = await call('DELETE', `/org/projects/${def.id}`);
+    assert.equal(r.status, 409);
+    assert.equal(r.body.code, 'last_active_project');
+    assert.equal((await call('PATCH', `/org/projects/${def.id}`, undefined, { status: 'archived' })).status, 409);
+    const empty = await kernel.projects.create({ name: 'empty' });
+    await kernel.projects.delete(empty.id);
+    await assert.rejects(kernel.projects.retrieve(empty.id), (err: { status?: number }) => err.status === 404);
+    assert.equal((await call('GET', '/profiles', empty.id)).status, 404);
+  });
+
+  test('limits: concurrent creates beyond a project cap get 429 with Retry-After, never a 5xx; pools reserve their size', async () => {
+    const capped = await kernel.projects.create({ name: 'capped' });
+    cleanup.push(() => kernel.projects.delete(capped.id));
+    assert.deepEqual(await kernel.projects.limits.retrieve(capped.id), { max_concurrent_sessions: null, max_concurrent_invocations: null, max_pooled_sessions: null });
+    const limits = await kernel.projects.limits.update(capped.id, { max_concurrent_sessions: 2 });
+    assert.equal(limits.max_concurrent_sessions, 2);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => call('POST', '/browsers', capped.id, { headless: true })));
+    for (const a of answers) if (a.status === 200) cleanup.push(() => call('DELETE', `/browsers/${a.body.session_id}`, capped.id));
+    const statuses = answers.map((a) => a.status).sort();
+    assert.deepEqual(statuses, [200, 200, 429, 429, 429, 429]);
+    for (const a of answers.filter((x) => x.status === 429)) {
+      assert.equal(a.body.code, 'rate_limit_exceeded');
+      assert.ok(Number(a.headers.get('retry-after')) > 0);
+    }
+    // A pool reserves its size: one more browser is over the cap.
+    const pool = await call('POST', '/browser_pools', capped.id, { size: 1, headless: true });
+    assert.equal(pool.status, 429);
+    // 0 removes the cap.
+    assert.equal((await kernel.projects.limits.update(capped.id, { max_concurrent_sessions: 0 })).max_concurrent_sessions, null);
+    const more = await call('POST', '/browsers', capped.id, { headless: true });
+    assert.equal(more.status, 200);
+    cleanup.push(() => call('DELETE', `/browsers/${more.body.session_id}`, capped.id));
+    assert.equal((await call('PATCH', `/org/projects/${capped.id}/limits`, undefined, { max_pooled_sessions: 3 })).status, 400);
+  });
+
+  test("the organization's default cap applies to projects without their own, and cannot exceed the organization's limit", async () => {
+    const org = await kernel.organization.limits.retrieve();
+    assert.ok(org.max_concurrent_sessions! >= 1);
+    assert.equal(org.default_project_max_concurrent_sessions, null);
+    const tooMuch = await call('PATCH', '/org/limits', undefined, { default_project_max_concurrent_sessions: org.max_concurrent_sessions! + 1 });
+    assert.equal(tooMuch.status, 400);
+    await kernel.organization.limits.update({ default_project_max_concurrent_sessions: 1 });
+    cleanup.push(() => kernel.organization.limits.update({ default_project_max_concurrent_sessions: 0 }));
+    const p = await kernel.projects.create({ name: 'defaulted' });
+    cleanup.push(() => kernel.projects.delete(p.id));
+    const first = await call('POST', '/browsers', p.id, { headless: true });
+    assert.equal(first.status, 200);
+    cleanup.push(() => call('DELETE', `/browsers/${first.body.session_id}`, p.id));
+    assert.equal((await call('POST', '/browsers', p.id, { headless: true })).status, 429);
+  });
+
+  test('the CLI: projects and limits commands; --project and KERNEL_PROJECT take a name or an id', async () => {
+    const made = await d.cli(['projects', 'create', '--name', 'cli-project', '--json']);
+    assert.equal(made.exitCode, 0, made.stderr);
+    const project = JSON.parse(made.stdout) as { id: string };
+    const created = await d.cli(['--project', 'cli-project', 'create', '--headless', '-q']);
+    assert.equal(created.exitCode, 0, created.stderr);
+    const id = created.stdout.trim();
+    assert.equal((await d.cli(['--project', 'cli-project', 'ls', '-q'])).stdout.trim(), id);
+    assert.equal((await d.cli(['ls', '-q'], { env: { KERNEL_PROJECT: project.id } })).stdout.trim(), id);
+    assert.ok(!(await d.cli(['ls', '-q'])).stdout.includes(id));
+    const set = await d.cli(['projects', 'limits', 'set', 'cli-project', '--max-concurrent-sessions', '1', '--json']);
+    assert.equal(JSON.parse(set.stdout).max_concurrent_sessions, 1);
+    const refused = await d.cli(['--project', 'cli-project', 'create', '--headless']);
+    assert.notEqual(refused.exitCode, 0);
+    assert.match(refused.stderr, /rate_limit_exceeded|limit/);
+    assert.equal((await d.cli(['--project', 'cli-project', 'rm', id])).exitCode, 0);
+    assert.equal((await d.cli(['projects', 'delete', 'cli-project'])).exitCode, 0);
+    const org = await d.cli(['limits', 'get', '--json']);
+    assert.equal(org.exitCode, 0, org.stderr);
+    assert.ok(JSON.parse(org.stdout).max_concurrent_sessions >= 1);
+  });
+});
