@@ -49,6 +49,9 @@ import { admissionLimits, LaunchAdmission, sessionCapacity } from './admission.j
 import { Projects } from './projects.js';
 import { Quotas } from './quotas.js';
 import { projectHandlers } from './http/routes/projects.js';
+import { credentialHandlers } from './http/routes/credentials.js';
+import { Credentials } from './credentials/credentials.js';
+import { Vault } from './credentials/vault.js';
 import { History, retentionFromEnv } from './state/history.js';
 import type { SessionRecord } from './sessions/record.js';
 import type { InvocationRecord } from './invocations/invocations.js';
@@ -152,6 +155,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const orgMaxSessions = sessionCapacity(admission.limits);
   opts.log('browser launches admitted', { ...admission.limits, org_max_sessions: orgMaxSessions });
   const projects = new Projects({ store, orgMaxSessions });
+  const credentials = new Credentials({ store, vault: await Vault.open(join(paths.credentialsDir, 'vault-key')) });
   // The standby set launches through the session manager, which takes from it: built around each other.
   const standby = new Standby({
     entries: opts.standby,
@@ -201,9 +205,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
     log: opts.log,
     answered: (r) => telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id)),
-    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running), ...browserHandlers(sessions, quotas, opts.log), ...poolHandlers(pools, quotas),
+    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running, () => launcher.pid), ...browserHandlers(sessions, quotas, opts.log), ...poolHandlers(pools, quotas),
       ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...telemetryHandlers(sessions, telemetry), ...computerHandlers(new ComputerControl(sessions)),
-      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth, projects })), ...projectHandlers(projects), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
+      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth, projects })), ...projectHandlers(projects), ...credentialHandlers(credentials), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations, quotas), ...watchHandlers(watch) },
   });
   const liveView = new LiveView({ sessions, tokens, telemetry });

@@ -11,7 +11,7 @@ loopDelay.enable();
  * processes. After sessions, pools, uploads and clients come and go, each must be back at its idle
  * level (test/leaks.test.ts compares them round after round).
  */
-export async function daemonResources(sessions: number) {
+export async function daemonResources(sessions: number, launcherPid?: number) {
   const fds = await readdir('/proc/self/fd').catch(() => [] as string[]);
   const resources: Record<string, number> = {};
   for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1;
@@ -27,7 +27,8 @@ export async function daemonResources(sessions: number) {
     heap_used_bytes: memory.heapUsed,
     // readdir itself holds one descriptor while it reads.
     open_fds: Math.max(0, fds.length - 1),
-    children: (await children(process.pid)).length,
+    // The browser launcher is the daemon's for good; what it forked is the daemon's to end.
+    children: (await children(process.pid)).filter((pid) => pid !== launcherPid).length + (launcherPid ? (await children(launcherPid)).length : 0),
     resources,
     sessions,
   };

@@ -71,6 +71,11 @@ export class ProcessLauncher {
     });
   };
 
+  /** The helper's pid while it runs. */
+  get pid(): number | undefined {
+    return this.helper?.pid;
+  }
+
   /** Ends the helper (the children it started are the sessions', which stop them). */
   close(): void {
     this.closed = true;

@@ -201,7 +201,7 @@ export const DaemonResourcesSchema = Type.Object({
   rss_bytes: Type.Integer({ description: 'Resident memory of the daemon process' }),
   heap_used_bytes: Type.Integer({ description: 'JavaScript heap in use' }),
   open_fds: Type.Integer({ description: 'File descriptors the daemon holds' }),
-  children: Type.Integer({ description: 'Processes whose parent is the daemon' }),
+  children: Type.Integer({ description: 'Processes whose parent is the daemon or its browser launcher (the launcher itself not counted)' }),
   resources: Type.Record(Type.String(), Type.Integer(), {
     description: "Node's active handles and requests by type (timers, sockets, child processes...)",
   }),

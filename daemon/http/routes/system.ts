@@ -12,11 +12,12 @@ export function systemHandlers(
   standby: Pick<Standby, 'counts'>,
   admission: Pick<LaunchAdmission, 'stats'>,
   sessionCount: () => number,
+  launcherPid: () => number | undefined,
 ): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey' | 'adminResources'> {
   return {
     health: () => ({ status: 'ok' as const, standby: standby.counts(), launches: admission.stats() }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
-    adminResources: () => daemonResources(sessionCount()),
+    adminResources: () => daemonResources(sessionCount(), launcherPid()),
     adminCreateKey: async ({ body }) => {
       const { org, key } = await auth.createKey(body.org);
       return { org_id: org.id, org: org.name, key };
