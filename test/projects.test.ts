@@ -61,7 +61,7 @@ describe('projects', () => {
     const profile = await s.profiles.create({ name: 'staging-profile' });
     cleanup.push(() => s.profiles.delete(profile.id));
     const proxy = await s.proxies.create({ type: 'custom', name: 'staging-proxy', config: { host: '127.0.0.1', port: 9 } });
-    cleanup.push(() => s.proxies.delete(proxy.id));
+    cleanup.push(() => s.proxies.delete(proxy.id!));
     const pool = await s.browserPools.create({ name: 'staging-pool', size: 1, headless: true });
     cleanup.push(() => s.browserPools.delete(pool.id, { force: true }));
 
@@ -73,7 +73,7 @@ describe('projects', () => {
     };
     assert.ok(!(await ids(kernel.browsers.list())).includes(browser.session_id));
     assert.ok(!(await ids(kernel.profiles.list())).includes(profile.id));
-    assert.ok(!(await ids(kernel.proxies.list())).includes(proxy.id));
+    assert.ok(!(await ids(kernel.proxies.list())).includes(proxy.id!));
     assert.ok(!(await ids(kernel.browserPools.list())).includes(pool.id));
     for (const [path, method] of [
       [`/browsers/${browser.session_id}`, 'GET'],

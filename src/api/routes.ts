@@ -8,6 +8,7 @@ import { invocationRoutes } from './invocations.js';
 import { profileRoutes } from './profiles.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { projectRoutes } from './projects.js';
+import { credentialRoutes } from './credentials.js';
 import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
@@ -484,6 +485,7 @@ export const routes = {
   ...profileRoutes,
   ...apiKeyRoutes,
   ...projectRoutes,
+  ...credentialRoutes,
   ...extensionRoutes,
   ...proxyRoutes,
   ...deploymentRoutes,
