@@ -49,9 +49,12 @@ import { admissionLimits, LaunchAdmission, sessionCapacity } from './admission.j
 import { Projects } from './projects.js';
 import { Quotas } from './quotas.js';
 import { projectHandlers } from './http/routes/projects.js';
-import { credentialHandlers } from './http/routes/credentials.js';
+import { credentialHandlers, credentialProviderHandlers } from './http/routes/credentials.js';
+import { CredentialProviders } from './credentials/providers.js';
 import { Credentials } from './credentials/credentials.js';
 import { Vault } from './credentials/vault.js';
+import { AuditLog, auditRetentionFromEnv } from './audit/audit-log.js';
+import { auditLogHandlers } from './http/routes/audit-logs.js';
 import { History, retentionFromEnv } from './state/history.js';
 import type { SessionRecord } from './sessions/record.js';
 import type { InvocationRecord } from './invocations/invocations.js';
@@ -155,7 +158,10 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const orgMaxSessions = sessionCapacity(admission.limits);
   opts.log('browser launches admitted', { ...admission.limits, org_max_sessions: orgMaxSessions });
   const projects = new Projects({ store, orgMaxSessions });
-  const credentials = new Credentials({ store, vault: await Vault.open(join(paths.credentialsDir, 'vault-key')) });
+  const audit = await AuditLog.open(join(paths.historyDir, 'audit.jsonl'), auditRetentionFromEnv());
+  const vault = await Vault.open(join(paths.credentialsDir, 'vault-key'));
+  const credentials = new Credentials({ store, vault });
+  const credentialProviders = new CredentialProviders({ store, vault });
   // The standby set launches through the session manager, which takes from it: built around each other.
   const standby = new Standby({
     entries: opts.standby,
@@ -204,10 +210,13 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     auth,
     scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
     log: opts.log,
-    answered: (r) => telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id)),
+    answered: (r) => {
+      telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id));
+      audit.record(r);
+    },
     handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running, () => launcher.pid), ...browserHandlers(sessions, quotas, opts.log), ...poolHandlers(pools, quotas),
       ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...telemetryHandlers(sessions, telemetry), ...computerHandlers(new ComputerControl(sessions)),
-      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth, projects })), ...projectHandlers(projects), ...credentialHandlers(credentials), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
+      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth, projects })), ...projectHandlers(projects), ...credentialHandlers(credentials), ...credentialProviderHandlers(credentialProviders), ...auditLogHandlers(audit), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations, quotas), ...watchHandlers(watch) },
   });
   const liveView = new LiveView({ sessions, tokens, telemetry });
@@ -248,7 +257,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await replays.close();
       await telemetryArchive.settled();
       await server.close();
-      await Promise.all([sessionHistory.close(), invocationHistory.close()]);
+      await Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]);
       launcher.close();
     },
   };

@@ -14,7 +14,7 @@ const PENDING_OTHER_HELPERS = {
 };
 
 /** Options that shape the CLI's output or waiting, or where it reads a field from (a file, stdin), rather than the request. */
-const CLI_ONLY_OPTIONS = new Set(['json', 'quiet', 'output', 'wait', 'no-open', 'read-only', 'no-follow', 'env-file', 'password-stdin', 'values-stdin', 'payload-file']);
+const CLI_ONLY_OPTIONS = new Set(['json', 'quiet', 'output', 'wait', 'no-open', 'read-only', 'no-follow', 'env-file', 'password-stdin', 'values-stdin', 'token-stdin', 'payload-file']);
 
 interface OpenApiOperation {
   operationId: string;

@@ -26,6 +26,8 @@ describe('credentials', () => {
   let d: TestDaemon;
   let kernel: Kernel;
   const answers: string[] = [];
+  /** What must never be in an answer or a file in clear. */
+  const secrets = [PASSWORD, SECRET];
   /** Every answer body is kept, to check afterwards that no secret was in any. */
   const record = <T>(value: T): T => {
     answers.push(JSON.stringify(value));
@@ -118,17 +120,57 @@ describe('credentials', () => {
     assert.match(shown.stdout, /password, username/);
   });
 
+  test('credential providers: the token sealed, lookup order, a real connection attempt through the 1Password SDK', async () => {
+    const TOKEN = 'ops_not-a-real-service-account-token';
+    const p = record(await kernel.credentialProviders.create({ name: 'team-1p', provider_type: 'onepassword', token: TOKEN }));
+    assert.equal(p.enabled, true);
+    assert.equal((p as { token?: string }).token, undefined);
+    const second = record(await kernel.credentialProviders.create({ name: 'backup-1p', provider_type: 'onepassword', token: TOKEN, cache_ttl_seconds: 60 }));
+    assert.equal(second.priority, p.priority + 1);
+    await kernel.credentialProviders.update(second.id, { priority: 0 });
+    await kernel.credentialProviders.update(p.id, { priority: 5, enabled: false });
+    const order = [];
+    for await (const x of kernel.credentialProviders.list()) order.push(x.name);
+    assert.deepEqual(order, ['backup-1p', 'team-1p']);
+    assert.equal((await kernel.credentialProviders.retrieve('team-1p')).enabled, false);
+    assert.equal((await d.api('POST', '/org/credential_providers', { name: 'team-1p', provider_type: 'onepassword', token: 'x' })).status, 409);
+    assert.equal((await d.api('POST', '/org/credential_providers', { name: 'x', provider_type: 'bitwarden', token: 'x' })).status, 400);
+    // The SDK refuses this token before any network: the test says so, items are a 422.
+    const tested = record(await kernel.credentialProviders.test(p.id));
+    assert.equal(tested.success, false);
+    assert.match(tested.error!, /token/i);
+    const items = await d.api('GET', `/org/credential_providers/${p.id}/items`);
+    assert.equal(items.status, 422, items.text);
+    assert.equal(items.body.code, 'provider_error');
+    // Organization-wide keys manage them; another organization sees none.
+    const project = await kernel.projects.create({ name: 'providers-scoped' });
+    const scoped = await kernel.apiKeys.create({ name: 'scoped', project_id: project.id });
+    assert.equal((await d.api('GET', '/org/credential_providers', undefined, scoped.key)).status, 403);
+    await kernel.apiKeys.delete(scoped.id);
+    await kernel.projects.delete(project.id);
+    const otherKey = (await d.cli(['auth', 'create-key', '--org', 'providers-other'])).stdout.trim();
+    assert.equal((await d.api('GET', `/org/credential_providers/${p.id}`, undefined, otherKey)).status, 404);
+    // The CLI takes the token on standard input only.
+    const r = await execa(CLI, ['credentials', 'providers', 'create', '--name', 'cli-1p', '--token-stdin', '--json'], { env: d.env, extendEnv: false, input: TOKEN, reject: false });
+    assert.equal(r.exitCode, 0, String(r.stderr));
+    answers.push(String(r.stdout));
+    const test = await d.cli(['credentials', 'providers', 'test', 'cli-1p']);
+    assert.equal(test.exitCode, 1);
+    assert.match(test.stdout, /^failed: /);
+    for (const id of [p.id, second.id, JSON.parse(String(r.stdout)).id]) await kernel.credentialProviders.delete(id);
+    assert.equal((await d.api('GET', `/org/credential_providers/${p.id}`)).status, 404);
+    secrets.push(TOKEN);
+  });
+
   test('no secret in any answer, log or file of the daemon in clear; the vault key is 0600', async () => {
     for (const a of answers) {
-      assert.ok(!a.includes(PASSWORD), 'an answer held the password');
-      assert.ok(!a.includes(SECRET), 'an answer held the TOTP secret');
+      for (const secret of secrets) assert.ok(!a.includes(secret), `an answer held ${secret.slice(0, 6)}...`);
     }
     const files = (await readdir(d.home, { recursive: true, withFileTypes: true })).filter((e) => e.isFile() && !e.parentPath.includes('/sessions'));
     assert.ok(files.some((f) => f.name === 'state.json'));
     for (const f of files) {
       const text = await readFile(join(f.parentPath, f.name), 'latin1').catch(() => '');
-      assert.ok(!text.includes(PASSWORD), `${f.name} holds the password in clear`);
-      assert.ok(!text.includes(SECRET), `${f.name} holds the TOTP secret in clear`);
+      for (const secret of secrets) assert.ok(!text.includes(secret), `${f.name} holds ${secret.slice(0, 6)}... in clear`);
     }
     const state = await readFile(join(d.home, 'state.json'), 'utf8');
     assert.match(state, /"sealed": ?"ey/, 'the values are kept sealed');

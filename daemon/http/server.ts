@@ -35,6 +35,15 @@ export interface AnsweredRequest {
   url: string;
   params: Record<string, string>;
   org: Scope;
+  /** The key that made it. */
+  key: ApiKeyRecord;
+  method: string;
+  /** The path asked for, without its query. */
+  path: string;
+  receivedAt: number;
+  clientIp: string;
+  userAgent: string;
+  host: string;
   status: number;
   durationMs: number;
   requestId: string;
@@ -159,12 +168,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     const answered = deps.answered;
     app.addHook('onResponse', async (req, reply) => {
       const operationId = (req.routeOptions.schema as { operationId?: OperationId } | undefined)?.operationId;
-      if (!req.org || !operationId) return;
+      if (!req.org || !req.apiKey || !operationId) return;
       answered({
         operationId,
         url: req.routeOptions.url ?? '',
         params: (req.params ?? {}) as Record<string, string>,
         org: req.org,
+        key: req.apiKey,
+        method: req.method,
+        path: req.url.split('?')[0]!,
+        receivedAt: Date.now() - reply.elapsedTime,
+        clientIp: req.ip,
+        userAgent: req.headers['user-agent'] ?? '',
+        host: req.headers.host ?? '',
         status: reply.statusCode,
         durationMs: Math.round(reply.elapsedTime),
         requestId: String(req.id),

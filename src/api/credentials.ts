@@ -120,3 +120,136 @@ export const credentialRoutes = {
     success: { status: 200, body: TotpCodeSchema },
   },
 } as const satisfies Record<string, RouteDef>;
+
+// External credential providers (Kernel's /org/credential_providers): a 1Password service
+// account whose login items sessions may use. The token goes in and never comes out.
+
+const ProviderNameSchema = Type.String({ minLength: 1, maxLength: 255, description: 'Unique in the organization' });
+
+export const CredentialProviderSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  provider_type: Type.Literal('onepassword'),
+  enabled: Type.Boolean(),
+  priority: Type.Integer({ description: 'Lower is asked first' }),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+export type CredentialProvider = Static<typeof CredentialProviderSchema>;
+
+export const CreateCredentialProviderSchema = Type.Object(
+  {
+    name: ProviderNameSchema,
+    provider_type: Type.Literal('onepassword'),
+    token: Type.String({ minLength: 1, maxLength: 16_384, description: 'The 1Password service account token (ops_...)' }),
+    cache_ttl_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400, description: 'How long item lists are reused (default 300)' })),
+  },
+  strict,
+);
+export type CreateCredentialProviderBody = Static<typeof CreateCredentialProviderSchema>;
+
+export const UpdateCredentialProviderSchema = Type.Object(
+  {
+    name: Type.Optional(ProviderNameSchema),
+    token: Type.Optional(Type.String({ minLength: 1, maxLength: 16_384 })),
+    cache_ttl_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400 })),
+    enabled: Type.Optional(Type.Boolean()),
+    priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+  },
+  strict,
+);
+export type UpdateCredentialProviderBody = Static<typeof UpdateCredentialProviderSchema>;
+
+export const ListCredentialProvidersQuerySchema = Type.Object({
+  ...PaginationQuery,
+  query: Type.Optional(Type.String({ description: 'Case-insensitive substring of the name; an id matches exactly' })),
+});
+export type ListCredentialProvidersQuery = Static<typeof ListCredentialProvidersQuerySchema>;
+
+export const CredentialProviderItemsSchema = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      title: Type.String(),
+      path: Type.String({ description: 'VaultName/ItemTitle' }),
+      vault_id: Type.String(),
+      vault_name: Type.String(),
+      urls: Type.Array(Type.String()),
+    }),
+  ),
+});
+export type CredentialProviderItems = Static<typeof CredentialProviderItemsSchema>;
+
+export const CredentialProviderTestSchema = Type.Object({
+  success: Type.Boolean(),
+  vaults: Type.Array(Type.Object({ id: Type.String(), name: Type.String() })),
+  error: Type.Optional(Type.String()),
+});
+export type CredentialProviderTest = Static<typeof CredentialProviderTestSchema>;
+
+export const credentialProviderRoutes = {
+  createCredentialProvider: {
+    method: 'POST',
+    url: '/org/credential_providers',
+    auth: 'key',
+    summary: 'Add a credential provider (a 1Password service account); its token is encrypted and never returned',
+    tag: 'credential-providers',
+    body: CreateCredentialProviderSchema,
+    success: { status: 200, body: CredentialProviderSchema },
+  },
+  listCredentialProviders: {
+    method: 'GET',
+    url: '/org/credential_providers',
+    auth: 'key',
+    summary: 'List credential providers, in lookup order (X-Has-More / X-Next-Offset headers paginate)',
+    tag: 'credential-providers',
+    querystring: ListCredentialProvidersQuerySchema,
+    success: { status: 200, body: Type.Array(CredentialProviderSchema) },
+  },
+  getCredentialProvider: {
+    method: 'GET',
+    url: '/org/credential_providers/:id',
+    auth: 'key',
+    summary: 'Get a credential provider by id or name',
+    tag: 'credential-providers',
+    params: IdParamsSchema,
+    success: { status: 200, body: CredentialProviderSchema },
+  },
+  updateCredentialProvider: {
+    method: 'PATCH',
+    url: '/org/credential_providers/:id',
+    auth: 'key',
+    summary: 'Rename, re-prioritize, enable or disable a provider, or give it a new token',
+    tag: 'credential-providers',
+    params: IdParamsSchema,
+    body: UpdateCredentialProviderSchema,
+    success: { status: 200, body: CredentialProviderSchema },
+  },
+  deleteCredentialProvider: {
+    method: 'DELETE',
+    url: '/org/credential_providers/:id',
+    auth: 'key',
+    summary: 'Remove a credential provider and its token',
+    tag: 'credential-providers',
+    params: IdParamsSchema,
+    success: NoContent,
+  },
+  credentialProviderItems: {
+    method: 'GET',
+    url: '/org/credential_providers/:id/items',
+    auth: 'key',
+    summary: "The provider's login items (cached for its cache_ttl_seconds); 422 when it refuses the token, 503 when it cannot be reached",
+    tag: 'credential-providers',
+    params: IdParamsSchema,
+    success: { status: 200, body: CredentialProviderItemsSchema },
+  },
+  testCredentialProvider: {
+    method: 'POST',
+    url: '/org/credential_providers/:id/test',
+    auth: 'key',
+    summary: 'Connect to the provider with its token: success and the vaults it can read, or the error',
+    tag: 'credential-providers',
+    params: IdParamsSchema,
+    success: { status: 200, body: CredentialProviderTestSchema },
+  },
+} as const satisfies Record<string, RouteDef>;

@@ -8,7 +8,8 @@ import { invocationRoutes } from './invocations.js';
 import { profileRoutes } from './profiles.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { projectRoutes } from './projects.js';
-import { credentialRoutes } from './credentials.js';
+import { credentialProviderRoutes, credentialRoutes } from './credentials.js';
+import { auditLogRoutes } from './audit-logs.js';
 import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
@@ -486,6 +487,8 @@ export const routes = {
   ...apiKeyRoutes,
   ...projectRoutes,
   ...credentialRoutes,
+  ...credentialProviderRoutes,
+  ...auditLogRoutes,
   ...extensionRoutes,
   ...proxyRoutes,
   ...deploymentRoutes,
