@@ -125,7 +125,12 @@ export class Projects {
     return view(p);
   }
 
-  /** 409 project_not_empty while any record of another module is the project's (a deleted one excepted). */
+  /**
+   * 409 project_not_empty while any record of another module is the project's and not over: a
+   * record is over once deleted (deleted_at: its module moves it to history) or stopped or failed
+   * (a deployment, kept listed as Kernel does). Those last are removed with the project, since no
+   * module would ever move them.
+   */
   async delete(scope: Scope, id: string): Promise<void> {
     this.orgWide(scope);
     const p = this.find(scope, id);
@@ -133,18 +138,23 @@ export class Projects {
       throw new ApiError(409, 'last_active_project', p.default ? 'the default project cannot be deleted' : 'organization must have at least one project');
     }
     const owner = this.ownerId(p);
-    const held = Object.entries(this.deps.store.data).flatMap(([collection, records]) =>
-      Array.isArray(records)
-        ? (records as { org_id?: string; project_id?: string | null; deleted_at?: string | null }[])
-            .filter((r) => !r.deleted_at && (r.org_id === owner || (collection === 'api_keys' && r.project_id === p.id)))
-            .map(() => collection)
-        : [],
+    type Owned = { org_id?: string; project_id?: string | null; deleted_at?: string | null; status?: string };
+    const collections = () => Object.entries(this.deps.store.data).filter((e): e is [string, Owned[]] => Array.isArray(e[1]));
+    const finished = (r: Owned) => r.status === 'stopped' || r.status === 'failed';
+    const held = collections().flatMap(([collection, records]) =>
+      records
+        .filter((r) => !r.deleted_at && !finished(r) && (r.org_id === owner || (collection === 'api_keys' && r.project_id === p.id)))
+        .map(() => collection),
     );
     if (held.length) {
       const kinds = [...new Set(held)].map((c) => `${held.filter((h) => h === c).length} ${c}`).join(', ');
       throw new ApiError(409, 'project_not_empty', `the project still has ${kinds}: delete them first`);
     }
-    await this.deps.store.update((state) => void (state.projects = state.projects.filter((x) => x !== p)));
+    await this.deps.store.update((state) => {
+      state.projects = state.projects.filter((x) => x !== p);
+      const all = state as unknown as Record<string, Owned[]>;
+      for (const [collection] of collections()) all[collection] = all[collection]!.filter((r) => !(r.org_id === owner && finished(r)));
+    });
   }
 
   getLimits(scope: Scope, id: string): ProjectLimits {

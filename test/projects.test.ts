@@ -6,8 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import Kernel from '@onkernel/sdk';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import Kernel, { toFile } from '@onkernel/sdk';
+import { deployFixtureApp } from './helpers/apps.js';
+import { zipOf } from './helpers/zip.js';
+import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 describe('projects', () => {
   let d: TestDaemon;
@@ -21,7 +23,13 @@ describe('projects', () => {
       body: body ? JSON.stringify(body) : undefined,
     });
     const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    let answer: any;
+    try {
+      answer = text ? JSON.parse(text) : undefined;
+    } catch {
+      answer = text; // a download (an extension's zip)
+    }
+    return { status: res.status, headers: res.headers, body: answer };
   };
   const cleanup: (() => Promise<unknown>)[] = [];
 
@@ -99,6 +107,47 @@ describe('projects', () => {
     assert.equal(busy.status, 409);
     assert.equal(busy.body.code, 'project_not_empty');
     assert.match(busy.body.message, /sessions|profiles|proxies|pools/);
+  });
+
+  test("extensions, apps, deployments and invocations are their project's; an invocation's own key acts in it; the invocation cap", { timeout: 300_000 }, async () => {
+    const apps = await kernel.projects.create({ name: 'apps-project' });
+    const s = inProject(apps.id);
+    const zip = await zipOf([{ name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'Scoped', version: '1.0' }) }]);
+    const ext = await s.extensions.upload({ file: await toFile(zip, 'ext.zip'), name: 'scoped-ext' });
+    assert.equal((await call('GET', `/extensions/${ext.id}`)).status, 404);
+    assert.equal((await call('GET', '/extensions/scoped-ext', apps.id)).status, 200);
+    const deployment = await deployFixtureApp(s, 'sample');
+    assert.equal((await call('GET', `/deployments/${deployment}`)).status, 404);
+    assert.ok(!(await kernel.apps.list()).items.some((a) => a.app_name === 'sample'));
+    assert.ok((await s.apps.list()).items.some((a) => a.app_name === 'sample'));
+    // The invocation's minted key is bound to the project: the browser its action makes is the
+    // project's (the audit log names the key and the project of that create).
+    const started = Date.now();
+    const env = await s.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'browser-title', payload: JSON.stringify({ url: 'about:blank' }) });
+    assert.equal(env.status, 'succeeded', JSON.stringify(env));
+    const creates = [];
+    for await (const e of kernel.auditLogs.list({ start: new Date(started - 1000).toISOString(), end: new Date(Date.now() + 1000).toISOString(), method: 'POST' })) {
+      if (e.route === '/browsers') creates.push(e as typeof e & { project_id: string; api_key_id: string });
+    }
+    assert.equal(creates.length, 1, JSON.stringify(creates));
+    assert.equal(creates[0]!.project_id, apps.id);
+    assert.equal(creates[0]!.status, 200);
+    assert.equal((await call('GET', `/invocations/${env.id}`)).status, 404);
+    assert.equal((await call('GET', `/invocations/${env.id}`, apps.id)).status, 200);
+    // One invocation at a time in this project.
+    await kernel.projects.limits.update(apps.id, { max_concurrent_invocations: 1 });
+    const running = await s.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'sleep', payload: JSON.stringify({ ms: 5000 }), async: true });
+    const refused = await call('POST', '/invocations', apps.id, { app_name: 'sample', version: 'latest', action_name: 'echo', async: true });
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.ok(Number(refused.headers.get('retry-after')) > 0);
+    // Another project is not held by this one's cap.
+    const elsewhere = await call('POST', '/invocations', undefined, { app_name: 'sample', version: 'latest', action_name: 'echo' });
+    assert.equal(elsewhere.status, 404, 'the default project has no such app');
+    await s.invocations.update(running.id, { status: 'failed' });
+    await s.extensions.delete(ext.id);
+    await s.deployments.delete(deployment);
+    // Emptied, the project goes (its finished invocations are history, not contents).
+    await waitFor(async () => (await call('DELETE', `/org/projects/${apps.id}`)).status === 204 || undefined, 15_000, 'the emptied project to be deleted');
   });
 
   test('a project-scoped key sees only its project; a header naming another is 403; archived projects refuse', async () => {
