@@ -29,6 +29,17 @@ async function processesOf(d: TestDaemon, id: string, name: string): Promise<num
   return found;
 }
 
+/** Waits until the session has ended by itself and its teardown is done; none of its processes is left. */
+async function endedWithoutProcesses(d: TestDaemon, id: string): Promise<void> {
+  const ended = await waitFor(async () => {
+    const r = await d.api('GET', `/browsers/${id}?include_deleted=true`);
+    return r.body.deleted_at ? r : undefined;
+  }, 15_000, 'the session to end');
+  assert.equal(ended?.status, 200);
+  await tornDown(d, id);
+  assert.deepEqual(await findMarkedProcesses(d.home, id), []);
+}
+
 describe('a session process killed', () => {
   let d: TestDaemon;
   before(async () => {
@@ -55,13 +66,7 @@ describe('a session process killed', () => {
         d.api('GET', `/browsers/${s.session_id}/fs/list_files?path=/tmp`),
       ]);
       for (const r of racing) assert.ok([200, 204, 404].includes(r.status), `${r.status} while the ${name} died`);
-      const ended = await waitFor(async () => {
-        const r = await d.api('GET', `/browsers/${s.session_id}?include_deleted=true`);
-        return r.body.deleted_at ? r : undefined;
-      }, 15_000, 'the session to end');
-      assert.equal(ended?.status, 200);
-      await tornDown(d, s.session_id);
-      assert.deepEqual(await findMarkedProcesses(d.home, s.session_id), []);
+      await endedWithoutProcesses(d, s.session_id);
       assert.equal((await d.api('GET', `/browsers/${s.session_id}`)).status, 404);
     });
   }
@@ -86,13 +91,7 @@ describe('a session process killed', () => {
     assert.ok(ancestors.includes(launcher), `the launcher ${launcher} is among the browser's ancestors ${ancestors.join(',')}`);
 
     process.kill(launcher, 'SIGKILL');
-    const ended = await waitFor(async () => {
-      const r = await d.api('GET', `/browsers/${s.session_id}?include_deleted=true`);
-      return r.body.deleted_at ? r : undefined;
-    }, 15_000, 'the session to end');
-    assert.equal(ended?.status, 200);
-    await tornDown(d, s.session_id);
-    assert.deepEqual(await findMarkedProcesses(d.home, s.session_id), []);
+    await endedWithoutProcesses(d, s.session_id);
 
     const next = await d.api('POST', '/browsers', { headless: true });
     assert.equal(next.status, 200, JSON.stringify(next.body));

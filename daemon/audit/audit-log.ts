@@ -6,7 +6,7 @@ import { BadRequestError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import type { AnsweredRequest } from '../http/server.js';
 import type { Scope } from '../projects.js';
-import { History, type Retention } from '../state/history.js';
+import { History, retentionFromEnv, type Retention } from '../state/history.js';
 
 const gzipAsync = promisify(gzip);
 
@@ -15,14 +15,7 @@ export interface AuditRecord extends AuditLogEntry {
 }
 
 /** RBROWSE_AUDIT_DAYS (default 30) and RBROWSE_AUDIT_MAX (default 10,000 calls per daemon home). */
-export function auditRetentionFromEnv(env: NodeJS.ProcessEnv = process.env): Retention {
-  const days = Number(env.RBROWSE_AUDIT_DAYS || 30);
-  const max = Number(env.RBROWSE_AUDIT_MAX || 10_000);
-  return {
-    maxAgeMs: (Number.isFinite(days) && days > 0 ? days : 30) * 24 * 3600 * 1000,
-    maxCount: Number.isInteger(max) && max > 0 ? max : 10_000,
-  };
-}
+export const auditRetentionFromEnv = (env: NodeJS.ProcessEnv = process.env): Retention => retentionFromEnv(env, 'AUDIT', { days: 30, max: 10_000 });
 
 type Filters = Pick<ListAuditLogsQuery, 'start' | 'end' | 'auth_strategy' | 'method' | 'exclude_method' | 'search' | 'search_user_id' | 'service'>;
 
