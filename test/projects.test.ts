@@ -58,6 +58,13 @@ describe('projects', () => {
     const unknown = await call('GET', '/browsers', 'nosuchproject00000000000');
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.code, 'project_not_found');
+    // Another organization has its own Default project, and ours is unknown to it.
+    const otherKey = (await d.cli(['auth', 'create-key', '--org', 'projects-other'])).stdout.trim();
+    const theirs = await call('GET', '/org/projects', undefined, undefined, otherKey);
+    assert.deepEqual(theirs.body.map((p: { name: string; id: string }) => p.name), ['Default']);
+    assert.notEqual(theirs.body[0].id, def.id);
+    assert.equal((await call('GET', '/browsers', def.id, undefined, otherKey)).status, 404);
+    assert.equal((await call('GET', `/org/projects/${def.id}`, undefined, undefined, otherKey)).status, 404);
   });
 
   test("every kind of resource is its project's: invisible and untouchable from another", async () => {
