@@ -139,10 +139,13 @@ describe('audit log', () => {
     const small = await startTestDaemon({ env: { RBROWSE_AUDIT_MAX: '3' } });
     try {
       const k = new Kernel({ apiKey: small.apiKey, baseURL: small.baseUrl, maxRetries: 0 });
-      for (let i = 0; i < 5; i++) await k.profiles.create({ name: `p${i}` });
+      for (let i = 0; i < 8; i++) await k.profiles.create({ name: `p${i}` });
       const kept = await all(k.auditLogs.list(window()));
-      assert.equal(kept.length, 3);
-      assert.ok(kept.every((e) => e.method === 'POST'));
+      assert.deepEqual(kept.map((e) => e.path), Array(3).fill('/profiles'));
+      // The file was rewritten at twice the bound: 3 kept, then 2 more appended.
+      const lines = (await readFile(join(small.home, 'history', 'audit.jsonl'), 'utf8')).trim().split('\n');
+      assert.equal(lines.length, 5);
+      assert.deepEqual(kept.map((e) => (e as { id?: string }).id), lines.slice(-3).reverse().map((l) => JSON.parse(l).id));
     } finally {
       await small.stop();
     }

@@ -133,12 +133,15 @@ describe('projects', () => {
     const env = await s.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'browser-title', payload: JSON.stringify({ url: 'about:blank' }) });
     assert.equal(env.status, 'succeeded', JSON.stringify(env));
     const creates = [];
-    for await (const e of kernel.auditLogs.list({ start: new Date(started - 1000).toISOString(), end: new Date(Date.now() + 1000).toISOString(), method: 'POST' })) {
+    for await (const e of kernel.auditLogs.list({ start: new Date(started).toISOString(), end: new Date(Date.now() + 1000).toISOString(), method: 'POST' })) {
       if (e.route === '/browsers') creates.push(e as typeof e & { project_id: string; api_key_id: string });
     }
+    // Only the action made a browser since: with its own key, in the project.
     assert.equal(creates.length, 1, JSON.stringify(creates));
     assert.equal(creates[0]!.project_id, apps.id);
     assert.equal(creates[0]!.status, 200);
+    const ours = (await kernel.apiKeys.list({ limit: 100 })).items.map((k) => k.id);
+    assert.ok(!ours.includes(creates[0]!.api_key_id), 'made with the invocation\'s minted key, not ours');
     assert.equal((await call('GET', `/invocations/${env.id}`)).status, 404);
     assert.equal((await call('GET', `/invocations/${env.id}`, apps.id)).status, 200);
     // One invocation at a time in this project.

@@ -6,7 +6,10 @@ import { BadRequestError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import type { AnsweredRequest } from '../http/server.js';
 import type { Scope } from '../projects.js';
-import { History, retentionFromEnv, type Retention } from '../state/history.js';
+import { createReadStream } from 'node:fs';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { retentionFromEnv, type Retention } from '../state/history.js';
 
 const gzipAsync = promisify(gzip);
 
@@ -37,15 +40,30 @@ export interface AuditChunk {
 
 /**
  * Every state-changing call an organization's key made (who, which key, which project, what,
- * when, the answer): one JSON line each in an append-only file with a retention bound (the
- * history mechanism of ended sessions), read newest first. Reads are not recorded: at thousands
- * a second they would drown the calls that changed something.
+ * when, the answer): one JSON line each in an append-only file, read back newest first. Unlike the
+ * history of ended sessions, nothing of it is held in memory: under load it gains hundreds of
+ * lines a second and is read rarely, so lines are appended in batches (one write per batch, never
+ * a queued write per call) and queries stream the file. The retention bound (age and count) is
+ * applied by rewriting the file, streamed, once it holds twice the lines it may keep. Reads are
+ * not recorded: at thousands a second they would drown the calls that changed something.
  */
 export class AuditLog {
-  private constructor(private readonly history: History<AuditRecord>) {}
+  private pending: string[] = [];
+  private flushing?: Promise<void>;
+  private chain: Promise<unknown> = Promise.resolve();
+  private handle?: FileHandle;
+  private lines = 0;
+
+  private constructor(
+    private readonly file: string,
+    private readonly retention: Retention,
+  ) {}
 
   static async open(file: string, retention: Retention): Promise<AuditLog> {
-    return new AuditLog(await History.open<AuditRecord>(file, retention, (r) => Date.parse(r.timestamp)));
+    const log = new AuditLog(file, retention);
+    for await (const _line of log.linesOf()) log.lines++;
+    if (log.lines > retention.maxCount) await log.serially(() => log.compact());
+    return log;
   }
 
   record(r: AnsweredRequest): void {
@@ -69,17 +87,18 @@ export class AuditLog {
       domain: r.host,
       service: 'api',
     };
-    // A failed append (a full disk) loses this line only; the call itself was answered.
-    void this.history.put(entry).catch(() => {});
+    this.pending.push(`${JSON.stringify(entry)}\n`);
+    // A failed append (a full disk) loses those lines only; the calls themselves were answered.
+    this.flushing ??= this.serially(() => this.flush()).catch(() => {});
   }
 
-  list(scope: Scope, q: ListAuditLogsQuery): { items: AuditLogEntry[]; nextToken?: string } {
-    const { page, more } = this.page(scope, q, q.page_token, q.limit ?? 20);
+  async list(scope: Scope, q: ListAuditLogsQuery): Promise<{ items: AuditLogEntry[]; nextToken?: string }> {
+    const { page, more } = await this.page(scope, q, q.page_token, q.limit ?? 20);
     return { items: page.map(({ org_id: _org, ...e }) => e), nextToken: more ? token(page.at(-1)!) : undefined };
   }
 
   async exportChunk(scope: Scope, q: ExportAuditLogsQuery): Promise<AuditChunk> {
-    const { page, more } = this.page(scope, q, q.cursor, q.limit ?? 10_000);
+    const { page, more } = await this.page(scope, q, q.cursor, q.limit ?? 10_000);
     const text = Buffer.from(page.map(({ org_id: _org, ...e }) => `${JSON.stringify(e)}\n`).join(''));
     const body = q.format === 'jsonl.gz' ? await gzipAsync(text) : text;
     return {
@@ -92,45 +111,136 @@ export class AuditLog {
     };
   }
 
-  close(): Promise<void> {
-    return this.history.close();
+  async close(): Promise<void> {
+    await this.flushing;
+    await this.serially(async () => {
+      await this.handle?.close();
+      this.handle = undefined;
+    });
   }
 
-  /** The scope's entries matching the filters, newest first, after the cursor; and whether more follow. */
-  private page(scope: Scope, q: Filters, cursor: string | undefined, limit: number): { page: AuditRecord[]; more: boolean } {
+  /** Appends what was recorded since the last write, in one write; compacts when due. */
+  private async flush(): Promise<void> {
+    const lines = this.pending.splice(0);
+    this.flushing = undefined;
+    this.handle ??= await open(this.file, 'a', 0o600);
+    await this.handle.appendFile(lines.join(''));
+    this.lines += lines.length;
+    if (this.lines >= 2 * this.retention.maxCount) await this.compact();
+  }
+
+  /** Rewrites the file with the newest maxCount lines younger than the age bound, streamed. */
+  private async compact(): Promise<void> {
+    await this.handle?.close();
+    this.handle = undefined;
+    const cutoff = new Date(Date.now() - this.retention.maxAgeMs).toISOString();
+    let skip = Math.max(0, this.lines - this.retention.maxCount);
+    const temp = `${this.file}.${process.pid}.compact`;
+    const out = await open(temp, 'w', 0o600);
+    let kept = 0;
+    try {
+      let batch: string[] = [];
+      for await (const line of this.linesOf()) {
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
+        // Lines are appended in time order: the timestamp sits at a fixed place, no parse needed.
+        const at = /"timestamp":"([^"]+)"/.exec(line)?.[1];
+        if (!at || at < cutoff) continue;
+        batch.push(`${line}\n`);
+        kept++;
+        if (batch.length >= 500) {
+          await out.appendFile(batch.join(''));
+          batch = [];
+        }
+      }
+      await out.appendFile(batch.join(''));
+      await out.sync();
+    } catch (err) {
+      await out.close();
+      await unlink(temp).catch(() => {});
+      throw err;
+    }
+    await out.close();
+    await rename(temp, this.file);
+    this.lines = kept;
+  }
+
+  /** The file's lines, oldest first, read as a stream (nothing when there is no file yet). */
+  private async *linesOf(): AsyncGenerator<string> {
+    const input = createReadStream(this.file, { encoding: 'utf8' });
+    const opened = await new Promise<boolean>((resolve, reject) => {
+      input.once('open', () => resolve(true));
+      input.once('error', (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? resolve(false) : reject(err)));
+    });
+    if (!opened) return;
+    for await (const line of createInterface({ input, crlfDelay: Infinity })) if (line) yield line;
+  }
+
+  /**
+   * The scope's entries matching the filters, newest first, after the cursor; and whether more
+   * follow. The file is streamed oldest first, up to the cursor's entry.
+   */
+  private async page(scope: Scope, q: Filters, cursor: string | undefined, limit: number): Promise<{ page: AuditRecord[]; more: boolean }> {
     const start = Date.parse(q.start);
     const end = Date.parse(q.end);
     if (!(start < end)) throw BadRequestError.field('end', 'must be after start');
+    const after = cursor === undefined ? undefined : this.decode(cursor);
     const excluded = new Set(list(q.exclude_method).map((m) => m.toUpperCase()));
     const search = q.search?.toLowerCase();
     const users = new Set(list(q.search_user_id));
-    const page: AuditRecord[] = [];
-    const all = this.history.all();
-    // Past the cursor's entry; one the retention has dropped was among the oldest: nothing is left.
-    const after = cursor === undefined ? undefined : this.decode(cursor);
-    if (after !== undefined && !this.history.get(after)) return { page, more: false };
-    let skipping = after !== undefined;
-    for (let i = all.length - 1; i >= 0; i--) {
-      const e = all[i]!;
-      if (skipping) {
-        skipping = e.id !== after;
-        continue;
+    const cutoff = Date.now() - this.retention.maxAgeMs;
+    // Read between two writes, so the file and its line count agree; what was recorded a moment
+    // ago is written first and part of the answer. Writes meanwhile wait, batched.
+    return this.serially(async () => {
+      // The newest limit + 1 matches seen so far (older ones are dropped as the scan goes on): a
+      // page costs memory for its own size, not the file's.
+      let window: AuditRecord[] = [];
+      let cursorSeen = false;
+      // The file may hold up to twice the bound between compactions: only the newest lines count.
+      let skip = Math.max(0, this.lines - this.retention.maxCount);
+      for await (const line of this.linesOf()) {
+        if (skip > 0) {
+          skip--;
+          continue;
+        }
+        let e: AuditRecord;
+        try {
+          e = JSON.parse(line) as AuditRecord;
+        } catch {
+          continue; // a line cut short by a crash mid-append
+        }
+        // Past the cursor's entry everything is newer than the page asked for.
+        if (after !== undefined && e.id === after) {
+          cursorSeen = true;
+          break;
+        }
+        if (e.org_id !== scope.org_id || (scope.key_project_id && e.project_id !== scope.key_project_id)) continue;
+        const t = Date.parse(e.timestamp);
+        if (t < start || t >= end || t < cutoff) continue;
+        if (q.auth_strategy && e.auth_strategy !== q.auth_strategy) continue;
+        if (q.method && e.method !== q.method.toUpperCase()) continue;
+        if (excluded.has(e.method)) continue;
+        if (q.service && e.service !== q.service) continue;
+        if (search !== undefined || users.size) {
+          const text = search !== undefined && [e.path, e.user_id, e.email, e.client_ip, String(e.status)].some((f) => f.toLowerCase().includes(search));
+          if (!text && !users.has(e.user_id)) continue;
+        }
+        window.push(e);
+        if (window.length > 2 * (limit + 1)) window = window.slice(-(limit + 1));
       }
-      const t = Date.parse(e.timestamp);
-      if (e.org_id !== scope.org_id || (scope.key_project_id && e.project_id !== scope.key_project_id)) continue;
-      if (t < start || t >= end) continue;
-      if (q.auth_strategy && e.auth_strategy !== q.auth_strategy) continue;
-      if (q.method && e.method !== q.method.toUpperCase()) continue;
-      if (excluded.has(e.method)) continue;
-      if (q.service && e.service !== q.service) continue;
-      if (search !== undefined || users.size) {
-        const text = [e.path, e.user_id, e.email, e.client_ip, String(e.status)].some((f) => search !== undefined && f.toLowerCase().includes(search));
-        if (!text && !users.has(e.user_id)) continue;
-      }
-      if (page.length === limit) return { page, more: true };
-      page.push(e);
-    }
-    return { page, more: false };
+      // A cursor whose entry the retention has dropped was among the oldest: nothing is left.
+      if (after !== undefined && !cursorSeen) return { page: [], more: false };
+      const newest = window.slice(-(limit + 1));
+      return { page: newest.slice(-limit).reverse(), more: newest.length > limit };
+    });
+  }
+
+  private serially<R>(work: () => Promise<R>): Promise<R> {
+    const run = this.chain.catch(() => {}).then(work);
+    this.chain = run;
+    return run;
   }
 
   private decode(cursor: string): string {

@@ -37,6 +37,9 @@ export class History<T extends { id: string }> {
   private torn = false;
   private handle?: FileHandle;
   private chain: Promise<unknown> = Promise.resolve();
+  /** Lines waiting for the next append, and that append. */
+  private pending: string[] = [];
+  private batch?: Promise<void>;
 
   private constructor(
     private readonly file: string,
@@ -77,24 +80,31 @@ export class History<T extends { id: string }> {
     return this.records.size;
   }
 
-  /** Keeps a record (or its new version); resolves once its line is written. */
+  /**
+   * Keeps a record (or its new version); resolves once its line is written. Lines put while a
+   * write is under way go out together in the next one: one append per batch, not per record,
+   * so a burst (the audit log under load) neither queues a write per call nor holds memory for it.
+   */
   put(record: T): Promise<void> {
     this.records.delete(record.id);
     this.records.set(record.id, record);
     this.expire();
-    const line = `${JSON.stringify(record)}\n`;
-    return this.serially(async () => {
+    this.pending.push(`${JSON.stringify(record)}\n`);
+    this.batch ??= this.serially(async () => {
+      const lines = this.pending.splice(0);
+      this.batch = undefined;
       // After a failed append (a full disk) the file may end in a partial line: rewrite it whole.
       if (this.torn || this.lines >= 2 * Math.max(this.records.size, 1000)) return this.compactNow();
       this.handle ??= await open(this.file, 'a', 0o600);
       try {
-        await this.handle.appendFile(line);
+        await this.handle.appendFile(lines.join(''));
       } catch (err) {
         this.torn = true;
         throw err;
       }
-      this.lines++;
+      this.lines += lines.length;
     });
+    return this.batch;
   }
 
   async close(): Promise<void> {

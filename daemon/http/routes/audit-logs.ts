@@ -3,8 +3,8 @@ import type { HandlerGroup } from '../handlers.js';
 
 export function auditLogHandlers(audit: AuditLog): HandlerGroup<'listAuditLogs' | 'exportAuditLogs'> {
   return {
-    listAuditLogs: ({ org, query, reply }) => {
-      const { items, nextToken } = audit.list(org, query);
+    listAuditLogs: async ({ org, query, reply }) => {
+      const { items, nextToken } = await audit.list(org, query);
       reply.header('x-has-more', String(Boolean(nextToken)));
       if (nextToken) reply.header('x-next-page-token', nextToken);
       return items;
