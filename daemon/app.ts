@@ -183,7 +183,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       home: opts.home,
       sessionsDir: paths.sessionsDir,
       chromiumPath: opts.chromiumPath,
-      displays: new DisplayAllocator(),
+      displays: new DisplayAllocator(launcher.spawn),
       sandbox,
       spawn: launcher.spawn,
       log: opts.log,

@@ -89,6 +89,15 @@ describe('a session process killed', () => {
       ancestors.push(pid);
     }
     assert.ok(ancestors.includes(launcher), `the launcher ${launcher} is among the browser's ancestors ${ancestors.join(',')}`);
+    // A headful session's display, window manager and VNC server are the launcher's children too.
+    const headful = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
+    for (const name of ['Xvfb', 'matchbox-window', 'x11vnc']) {
+      const [pid] = await processesOf(d, headful.session_id, name);
+      assert.ok(pid, `the headful session's ${name} runs`);
+      const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
+      assert.equal(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), launcher, `${name}'s parent is the launcher`);
+    }
+    assert.equal((await d.api('DELETE', `/browsers/${headful.session_id}`)).status, 204);
 
     process.kill(launcher, 'SIGKILL');
     await endedWithoutProcesses(d, s.session_id);

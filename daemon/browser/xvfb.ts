@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { execa } from 'execa';
+import { spawnHere, type LaunchedChild, type Spawner } from './launcher.js';
 import { killGroup, signal, sleep, within } from './procs.js';
 
 /** The framebuffer every display gets: the largest supported viewport, so RANDR can resize within it. */
@@ -32,11 +33,13 @@ export interface DisplayRequest {
  */
 export class DisplayAllocator {
   constructor(
+    /** How Xvfb and the window manager are started: the daemon's launcher, off its event loop. */
+    private readonly spawn: Spawner = spawnHere,
     private readonly bins = { xvfb: 'Xvfb', xrandr: 'xrandr', xprop: 'xprop', wm: 'matchbox-window-manager' },
   ) {}
 
   async start(req: DisplayRequest): Promise<Display> {
-    const xvfb = spawn(
+    const xvfb = await this.spawn(
       this.bins.xvfb,
       [
         '-displayfd', '3',
@@ -46,24 +49,27 @@ export class DisplayAllocator {
         // Without it Xvfb resets (dropping our RANDR modes) whenever its last client leaves.
         '-noreset',
       ],
-      { stdio: ['ignore', 'ignore', 'pipe', 'pipe'], detached: true, env: req.env },
-    );
-    const exited = new Promise<void>((resolve) => xvfb.once('exit', () => resolve()));
+      req.env,
+      { pipes: [3] },
+    ).catch((err: Error) => {
+      throw new Error(`display did not start: ${err.message}`);
+    });
+    const exited = xvfb.exited.then(() => {});
     let stderr = '';
-    xvfb.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
-    let wm: ChildProcess | undefined;
+    xvfb.stderr.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
+    let wm: LaunchedChild | undefined;
     const stopAll = async () => {
-      if (wm?.pid) killGroup(wm.pid, 'SIGKILL');
-      signal(xvfb.pid!, 'SIGTERM');
-      if (!(await within(2000, exited))) killGroup(xvfb.pid!, 'SIGKILL');
+      if (wm) killGroup(wm.pid, 'SIGKILL');
+      signal(xvfb.pid, 'SIGTERM');
+      if (!(await within(2000, exited))) killGroup(xvfb.pid, 'SIGKILL');
       await within(2000, exited);
     };
     try {
-      const number = await readDisplayNumber(xvfb, exited);
+      const number = await readDisplayNumber(xvfb.fds[3]!, exited);
       const env = { ...req.env, DISPLAY: `:${number}` };
       const display: Display = {
         number,
-        pid: xvfb.pid!,
+        pid: xvfb.pid,
         width: req.width,
         height: req.height,
         exited,
@@ -77,7 +83,8 @@ export class DisplayAllocator {
       // The screen has its size before the window manager starts: matchbox reads it once, and a
       // kiosk window made fullscreen by a manager that read the framebuffer's size was 2560 wide.
       await display.resize(req.width, req.height);
-      wm = spawn(this.bins.wm, ['-use_titlebar', 'no'], { stdio: 'ignore', detached: true, env });
+      wm = await this.spawn(this.bins.wm, ['-use_titlebar', 'no'], env);
+      wm.stderr.resume();
       await this.windowManagerReady(env);
       return display;
     } catch (err) {
@@ -111,15 +118,11 @@ export class DisplayAllocator {
   }
 }
 
-function readDisplayNumber(child: ChildProcess, exited: Promise<void>): Promise<number> {
+/** The number Xvfb writes to its -displayfd once it listens. */
+function readDisplayNumber(fd: Readable, exited: Promise<void>): Promise<number> {
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => reject(new Error('timed out waiting for a display number')), 10_000);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    const fd = child.stdio[3] as NodeJS.ReadableStream;
     fd.on('data', (d) => {
       text += d;
       if (text.includes('\n')) {

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { spawnHere, type Spawner } from '../browser/launcher.js';
 import { killGroup, within } from '../browser/procs.js';
 import { removeSegmentsOf } from '../browser/sysv-shm.js';
 
@@ -15,6 +15,8 @@ export interface VncRequest {
   /** Updates per second the live view may send at most (the viewport's refresh rate). */
   refreshRate: number;
   env: Record<string, string>;
+  /** How x11vnc is started: the daemon's launcher, off its event loop. */
+  spawn?: Spawner;
 }
 
 /** A port free right now on loopback; x11vnc cannot take port 0, so one is picked for it. */
@@ -41,7 +43,7 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
   let lastError = '';
   for (let i = 0; i < attempts; i++) {
     const port = await freePort();
-    const child = spawn(
+    const child = await (req.spawn ?? spawnHere)(
       'x11vnc',
       [
         '-display', `:${req.display}`,
@@ -61,10 +63,16 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
         '-wait', wait,
         '-defer', defer,
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: req.env },
-    );
+      req.env,
+      { pipes: [1] },
+    ).catch((err: Error) => {
+      lastError = err.message;
+      return undefined;
+    });
+    if (!child) continue;
+    const stdout = child.fds[1]!;
     // However it ends (a kill -9 included), the shared memory it made goes with it.
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve())).then(async () => void (await removeSegmentsOf([child.pid!])));
+    const exited = child.exited.then(async () => void (await removeSegmentsOf([child.pid])));
     let output = '';
     const ready = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), 10_000);
@@ -76,8 +84,8 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
           resolve(true);
         }
       };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
+      stdout.on('data', onData);
+      child.stderr.on('data', onData);
       void exited.then(() => {
         clearTimeout(timer);
         resolve(false);
@@ -85,19 +93,19 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
     });
     if (ready) {
       // Keep draining its output so a full pipe never blocks it.
-      child.stdout!.resume();
-      child.stderr!.resume();
+      stdout.resume();
+      child.stderr.resume();
       return {
         port,
-        pid: child.pid!,
+        pid: child.pid,
         exited,
         stop: async () => {
-          killGroup(child.pid!, 'SIGTERM');
-          if (!(await within(2000, exited))) killGroup(child.pid!, 'SIGKILL');
+          killGroup(child.pid, 'SIGTERM');
+          if (!(await within(2000, exited))) killGroup(child.pid, 'SIGKILL');
         },
       };
     }
-    killGroup(child.pid!, 'SIGKILL');
+    killGroup(child.pid, 'SIGKILL');
     lastError = output.trim().split('\n').slice(-5).join('\n');
   }
   throw new Error(`x11vnc did not start: ${lastError}`);

@@ -188,6 +188,7 @@ export class LiveSession {
         display: this.display.number,
         refreshRate: this.record.viewport.refresh_rate,
         env: this.env,
+        spawn: this.deps.spawn,
       }).catch(() => undefined);
       this.superviseVnc();
     });
@@ -207,7 +208,7 @@ export class LiveSession {
       if (!record.headless) {
         display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env });
         // The live view's server starts while Chromium does; both only need the display.
-        vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env });
+        vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env, spawn: deps.spawn });
         vnc.catch(() => {});
       }
       const options: ChromiumOptions = {
@@ -362,7 +363,7 @@ export class LiveSession {
     this.launchOptions.width = viewport.width;
     this.launchOptions.height = viewport.height;
     if (this.display) {
-      this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env });
+      this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env, spawn: this.deps.spawn });
       this.superviseVnc();
     }
   }
