@@ -5,13 +5,15 @@ import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printJson, printList } from '../output.js';
 import { count } from './browsers.js';
+import { sinceTime } from '../../daemon/apps/event-log.js';
 
-/** A time as RFC 3339, or relative to now: 30m, 24h, 7d. */
+/** A time as RFC 3339, or a duration ago (30m, 24h, 7d): the parser of the follows' --since. */
 function when(value: string): string {
-  const rel = /^(\d+)([mhd])$/.exec(value);
-  if (rel) return new Date(Date.now() - Number(rel[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[rel[2] as 'm' | 'h' | 'd']).toISOString();
-  if (Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected an RFC 3339 time or 30m, 24h, 7d');
-  return new Date(value).toISOString();
+  try {
+    return new Date(sinceTime(value)!).toISOString();
+  } catch {
+    throw new InvalidArgumentError('expected an RFC 3339 time or a duration such as 30m, 24h, 7d');
+  }
 }
 
 const list = (v: string, prev: string[] = []) => [...prev, v];

@@ -26,6 +26,8 @@ function printKey(k: ApiKey): void {
   ]);
 }
 
+const show = (o: { json?: boolean }, k: ApiKey) => (o.json ? printJson(k) : printKey(k));
+
 /** A new key: the plaintext alone on stdout (for a pipe or $(...)), its id on stderr. */
 function showCreated(o: { json?: boolean }, k: CreatedApiKey): void {
   if (o.json) return printJson(k);
@@ -84,9 +86,7 @@ export function keysCommand(): Command {
     .option('--json', 'print the API object')
     .addHelpText('after', '\nExample:\n  rbrowse keys get k1a2b3 --json')
     .action(async (id: string, o, cmd: Command) => {
-      const k = await (await clientFor(cmd)).call('getApiKey', { params: { id }, query: o.includeDeleted ? { include_deleted: true } : {} });
-      if (o.json) printJson(k);
-      else printKey(k);
+      show(o, await (await clientFor(cmd)).call('getApiKey', { params: { id }, query: o.includeDeleted ? { include_deleted: true } : {} }));
     });
   covers(keys.command('update'), 'updateApiKey')
     .alias('rename')
@@ -96,9 +96,7 @@ export function keysCommand(): Command {
     .option('--json', 'print the API object')
     .addHelpText('after', '\nExample:\n  rbrowse keys update k1a2b3 --name ci-old')
     .action(async (id: string, o, cmd: Command) => {
-      const k = await (await clientFor(cmd)).call('updateApiKey', { params: { id }, body: { name: o.name } });
-      if (o.json) printJson(k);
-      else printKey(k);
+      show(o, await (await clientFor(cmd)).call('updateApiKey', { params: { id }, body: { name: o.name } }));
     });
   covers(keys.command('delete'), 'deleteApiKey')
     .alias('rm')
