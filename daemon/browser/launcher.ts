@@ -1,5 +1,6 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { PassThrough, type Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { runnerScript } from '../process/node-runner.js';
 import { markedEnv } from './procs.js';
 
@@ -35,6 +36,21 @@ export const spawnHere: Spawner = (command, args, env, opts) =>
       resolve({ pid: child.pid!, stderr: child.stderr!, fds: Object.fromEntries(pipes.filter((fd) => fd !== 2).map((fd) => [fd, child.stdio[fd] as Readable])), exited }),
     );
   });
+
+/** Runs a short command (xrandr, xprop) through a spawner to its end: its exit code and output. */
+export async function runToEnd(
+  spawn: Spawner,
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
+  const child = await spawn(command, args, env, { pipes: [1] });
+  const out = { stdout: '', stderr: '' };
+  child.fds[1]!.on('data', (d: Buffer) => (out.stdout += d));
+  child.stderr.on('data', (d: Buffer) => (out.stderr += d));
+  const [{ code }] = await Promise.all([child.exited, finished(child.fds[1]!).catch(() => {}), finished(child.stderr).catch(() => {})]);
+  return { exitCode: code, ...out };
+}
 
 type Message =
   | { id: number; type: 'spawned'; pid: number }

@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
-import { execa } from 'execa';
-import { spawnHere, type LaunchedChild, type Spawner } from './launcher.js';
+import { runToEnd, spawnHere, type LaunchedChild, type Spawner } from './launcher.js';
 import { killGroup, signal, sleep, within } from './procs.js';
 
 /** The framebuffer every display gets: the largest supported viewport, so RANDR can resize within it. */
@@ -33,7 +32,7 @@ export interface DisplayRequest {
  */
 export class DisplayAllocator {
   constructor(
-    /** How Xvfb and the window manager are started: the daemon's launcher, off its event loop. */
+    /** How Xvfb, the window manager, xrandr and xprop are started: the daemon's launcher, off its event loop. */
     private readonly spawn: Spawner = spawnHere,
     private readonly bins = { xvfb: 'Xvfb', xrandr: 'xrandr', xprop: 'xprop', wm: 'matchbox-window-manager' },
   ) {}
@@ -100,7 +99,7 @@ export class DisplayAllocator {
   private async windowManagerReady(env: Record<string, string>): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const r = await execa(this.bins.xprop, ['-root', '_NET_SUPPORTING_WM_CHECK'], { env, extendEnv: false, reject: false });
+      const r = await runToEnd(this.spawn, this.bins.xprop, ['-root', '_NET_SUPPORTING_WM_CHECK'], env);
       if (/window id/.test(String(r.stdout))) return;
       await sleep(10);
     }
@@ -110,7 +109,7 @@ export class DisplayAllocator {
   /** RANDR: define the mode once (re-defining fails harmlessly), add it to the output, switch to it. */
   private async setMode(env: Record<string, string>, width: number, height: number): Promise<void> {
     const name = `${width}x${height}`;
-    const xrandr = (args: string[]) => execa(this.bins.xrandr, args, { env, extendEnv: false, reject: false });
+    const xrandr = (args: string[]) => runToEnd(this.spawn, this.bins.xrandr, args, env);
     await xrandr(['--newmode', name, '60', `${width}`, `${width}`, `${width}`, `${width}`, `${height}`, `${height}`, `${height}`, `${height}`]);
     await xrandr(['--addmode', 'screen', name]);
     const r = await xrandr(['--output', 'screen', '--mode', name]);
