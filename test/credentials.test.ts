@@ -79,6 +79,9 @@ describe('credentials', () => {
       const r = await d.api('POST', '/credentials', body);
       assert.equal(r.status, 400, JSON.stringify(body));
     }
+    // Concurrent updates of one credential each keep what they set.
+    await Promise.all(['a', 'b', 'c', 'd'].map((k) => kernel.credentials.update(c.id, { values: { [k]: k } })));
+    assert.deepEqual((await kernel.credentials.retrieve(c.id)).value_keys, ['a', 'b', 'c', 'd', 'password', 'username']);
     await kernel.credentials.delete(c.id);
     assert.equal((await d.api('GET', `/credentials/${c.id}`)).status, 404);
   });

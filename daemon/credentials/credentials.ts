@@ -60,6 +60,9 @@ async function currentCode(secret: string): Promise<TotpCode> {
  * the state document, and no answer carries them, only the field names and the current TOTP code.
  */
 export class Credentials {
+  /** Updates of one credential run one after another: each opens, merges and seals the values. */
+  private readonly updating = new Map<string, Promise<unknown>>();
+
   constructor(private readonly deps: { store: Store; vault: Vault }) {
     deps.store.collection('credentials');
   }
@@ -104,7 +107,20 @@ export class Credentials {
   }
 
   async update(org: OrgRecord, idOrName: string, body: UpdateCredentialBody): Promise<Credential> {
-    const record = this.find(org, idOrName);
+    const { id } = this.find(org, idOrName);
+    const previous = this.updating.get(id) ?? Promise.resolve();
+    const run = previous.catch(() => {}).then(() => this.updateNow(org, id, body));
+    this.updating.set(id, run);
+    try {
+      return await run;
+    } finally {
+      if (this.updating.get(id) === run) this.updating.delete(id);
+    }
+  }
+
+  private async updateNow(org: OrgRecord, id: string, body: UpdateCredentialBody): Promise<Credential> {
+    // Found again: an update before this one may have renamed it, or a delete removed it.
+    const record = this.find(org, id);
     if (body.name !== undefined && body.name !== record.name) this.assertNameFree(org, body.name);
     const secrets = await this.deps.vault.open<Secrets>(record.sealed);
     for (const key of body.remove_value_keys ?? []) delete secrets.values[key];
