@@ -1,11 +1,10 @@
 import type { ApiKey, CreateApiKeyBody, CreatedApiKey, ListApiKeysQuery, RotateApiKeyBody } from '../src/api/api-keys.js';
 import { ApiError, BadRequestError, ForbiddenError, NotFoundError } from '../src/errors.js';
-import { creatorOf, newKeyRecord, type ApiKeyRecord, type Auth } from './auth.js';
+import { creatorOf, DAY_MS, newKeyRecord, type ApiKeyRecord, type Auth } from './auth.js';
 import type { Projects, Scope } from './projects.js';
 import { paginate, type ListPage } from './paging.js';
 import type { Store } from './store.js';
 
-const DAY_MS = 86_400_000;
 /** Kernel's grace period for a rotated key when the call names none. */
 const DEFAULT_GRACE_DAYS = 7;
 

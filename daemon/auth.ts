@@ -58,7 +58,7 @@ export const sha256 = (text: string) => createHash('sha256').update(text).digest
 /** Keys are long random secrets, so a plain sha256 is a sound way to keep them (no password stretching needed). */
 const newKey = () => `sk_${randomBytes(24).toString('base64url')}`;
 const mask = (key: string) => `${key.slice(0, 3)}${'*'.repeat(8)}${key.slice(-4)}`;
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 /** A new key and its record; the plaintext leaves with the answer and is never stored. */
 export function newKeyRecord(

@@ -51,6 +51,16 @@ export class ProjectNotFoundError extends ApiError {
 
 const DEFAULT_NAME = 'Default';
 
+/** A new active project without caps of its own. */
+function newProject(orgId: string, name: string, isDefault = false): ProjectRecord {
+  const now = new Date().toISOString();
+  return {
+    id: newId(), org_id: orgId, name, status: 'active', created_at: now, updated_at: now,
+    ...(isDefault ? { default: true as const } : {}),
+    limits: { max_concurrent_sessions: null, max_concurrent_invocations: null },
+  };
+}
+
 const view = (p: ProjectRecord): Project => ({ id: p.id, name: p.name, status: p.status, created_at: p.created_at, updated_at: p.updated_at });
 
 /**
@@ -94,8 +104,7 @@ export class Projects {
 
   async create(scope: Scope, name: string): Promise<Project> {
     this.orgWide(scope);
-    const now = new Date().toISOString();
-    const record: ProjectRecord = { id: newId(), org_id: scope.org_id, name, status: 'active', created_at: now, updated_at: now, limits: { max_concurrent_sessions: null, max_concurrent_invocations: null } };
+    const record = newProject(scope.org_id, name);
     await this.deps.store.update((state) => void state.projects.push(record));
     return view(record);
   }
@@ -249,11 +258,7 @@ export class Projects {
   private async defaultOf(orgId: string): Promise<ProjectRecord> {
     const existing = this.deps.store.data.projects.find((p) => p.org_id === orgId && p.default);
     if (existing) return existing;
-    const now = new Date().toISOString();
-    const record: ProjectRecord = {
-      id: newId(), org_id: orgId, name: DEFAULT_NAME, status: 'active', created_at: now, updated_at: now, default: true,
-      limits: { max_concurrent_sessions: null, max_concurrent_invocations: null },
-    };
+    const record = newProject(orgId, DEFAULT_NAME, true);
     // Two first requests at once: the second finds the first's inside the update.
     return this.deps.store.update((state) => {
       const raced = state.projects.find((p) => p.org_id === orgId && p.default);

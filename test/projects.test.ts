@@ -223,6 +223,14 @@ describe('projects', () => {
     const more = await call('POST', '/browsers', capped.id, { headless: true });
     assert.equal(more.status, 200);
     cleanup.push(() => call('DELETE', `/browsers/${more.body.session_id}`, capped.id));
+    // A cap lowered below what runs: a pool's browser is not handed out (acquire), 429 at once.
+    const capless = await call('POST', '/browser_pools', capped.id, { size: 1, headless: true });
+    assert.equal(capless.status, 200);
+    cleanup.push(() => call('DELETE', `/browser_pools/${capless.body.id}?force=true`, capped.id));
+    await kernel.projects.limits.update(capped.id, { max_concurrent_sessions: 1 });
+    const acquire = await call('POST', `/browser_pools/${capless.body.id}/acquire`, capped.id, { acquire_timeout_seconds: 1 });
+    assert.equal(acquire.status, 429, JSON.stringify(acquire.body));
+    assert.equal(acquire.body.code, 'rate_limit_exceeded');
     assert.equal((await call('PATCH', `/org/projects/${capped.id}/limits`, undefined, { max_pooled_sessions: 3 })).status, 400);
   });
 
@@ -240,6 +248,26 @@ describe('projects', () => {
     assert.equal(first.status, 200);
     cleanup.push(() => call('DELETE', `/browsers/${first.body.session_id}`, p.id));
     assert.equal((await call('POST', '/browsers', p.id, { headless: true })).status, 429);
+  });
+
+  test("the organization's own limit (RBROWSE_ORG_MAX_SESSIONS) holds across its projects", async () => {
+    const small = await startTestDaemon({ env: { RBROWSE_ORG_MAX_SESSIONS: '1' } });
+    try {
+      const k = new Kernel({ apiKey: small.apiKey, baseURL: small.baseUrl, maxRetries: 0 });
+      assert.equal((await k.organization.limits.retrieve()).max_concurrent_sessions, 1);
+      const other = await k.projects.create({ name: 'second' });
+      const first = await k.browsers.create({ headless: true });
+      const refused = await fetch(`${small.baseUrl}/browsers`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${small.apiKey}`, 'content-type': 'application/json', 'x-kernel-project-id': other.id },
+        body: JSON.stringify({ headless: true }),
+      });
+      assert.equal(refused.status, 429, await refused.text());
+      assert.ok(Number(refused.headers.get('retry-after')) > 0);
+      await k.browsers.deleteByID(first.session_id);
+    } finally {
+      await small.stop();
+    }
   });
 
   test('the CLI: projects and limits commands; --project and KERNEL_PROJECT take a name or an id', async () => {
