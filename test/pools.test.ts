@@ -6,6 +6,7 @@ import Kernel, { ConflictError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { processesGone, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
 
 let d: TestDaemon;
 let kernel: Kernel;
@@ -166,6 +167,19 @@ describe('browser pools', () => {
       [byName.session_id, byId.session_id].sort(),
       'reused, not replaced',
     );
+  });
+
+  test('idle pool browsers wait at the lowest CPU priority; an acquired one has the normal one', async (t) => {
+    if (!(await lowersBackgroundLaunches())) return t.skip('needs autogroups and a daemon that may raise a priority again (root)');
+    const pool = await createPool({ size: 1 });
+    await settle(pool.id, 1, 0);
+    const [idle] = await poolSessions(pool.id);
+    const waiting = await autogroupNices(d.home, idle.session_id);
+    assert.ok(waiting.bwrap, `the pool browser's processes: ${JSON.stringify(waiting)}`);
+    for (const [command, values] of Object.entries(waiting)) assert.deepEqual(values, [19], `${command} waits at nice 19`);
+    const leased = await kernel.browserPools.acquire(pool.id, {});
+    assert.equal(leased?.session_id, idle.session_id);
+    for (const [command, values] of Object.entries(await autogroupNices(d.home, idle.session_id))) assert.deepEqual(values, [0], `${command} runs at nice 0 once acquired`);
   });
 
   test('an acquire that times out answers 204 with no body, and null through the SDK', async () => {

@@ -10,6 +10,7 @@ import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { parseStandby } from '../src/standby.js';
 import { processesGone, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
+import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
 import { startFixtureProxy, TEST_HOST, type FixtureProxy } from './helpers/forward-proxy.js';
 
 const HEADLESS = 'headless@1920x1080@25';
@@ -153,6 +154,19 @@ describe('warm standby', { timeout: 300_000 }, () => {
     } finally {
       await browser.close();
     }
+    await kernel.browsers.deleteByID(s.session_id);
+  });
+
+  test('a standby browser waits at the lowest CPU priority; handed over, it has the normal one', async (t) => {
+    if (!(await lowersBackgroundLaunches())) return t.skip('needs autogroups and a daemon that may raise a priority again (root)');
+    await standbyReady(d, HEADFUL);
+    const id = (await standbyIds(d)).at(-1)!;
+    const waiting = await autogroupNices(d.home, id);
+    for (const command of ['Xvfb', 'x11vnc', 'bwrap']) assert.ok(waiting[command], `the standby browser has its ${command}: ${JSON.stringify(waiting)}`);
+    for (const [command, values] of Object.entries(waiting)) assert.deepEqual(values, [19], `${command} waits at nice 19`);
+    const s = await kernel.browsers.create({});
+    assert.equal(s.session_id, id, 'the one measured was handed over');
+    for (const [command, values] of Object.entries(await autogroupNices(d.home, id))) assert.deepEqual(values, [0], `${command} runs at nice 0 once handed over`);
     await kernel.browsers.deleteByID(s.session_id);
   });
 

@@ -21,6 +21,8 @@ export interface DisplayRequest {
   width: number;
   height: number;
   env: Record<string, string>;
+  /** Starts this display's processes instead of the allocator's own spawner (a background launch's lowered one). */
+  spawn?: Spawner;
 }
 
 /**
@@ -38,7 +40,8 @@ export class DisplayAllocator {
   ) {}
 
   async start(req: DisplayRequest): Promise<Display> {
-    const xvfb = await this.spawn(
+    const spawn = req.spawn ?? this.spawn;
+    const xvfb = await spawn(
       this.bins.xvfb,
       [
         '-displayfd', '3',
@@ -82,7 +85,7 @@ export class DisplayAllocator {
       // The screen has its size before the window manager starts: matchbox reads it once, and a
       // kiosk window made fullscreen by a manager that read the framebuffer's size was 2560 wide.
       await display.resize(req.width, req.height);
-      wm = await this.spawn(this.bins.wm, ['-use_titlebar', 'no'], env);
+      wm = await spawn(this.bins.wm, ['-use_titlebar', 'no'], env);
       wm.stderr.resume();
       await this.windowManagerReady(env);
       return display;

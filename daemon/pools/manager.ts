@@ -170,6 +170,8 @@ export class PoolManager {
       if (err instanceof ApiError) throw err;
       return null;
     }
+    // Launched ahead of demand at low priority; the acquirer's now.
+    await this.deps.sessions.liveSession(id)?.foreground();
     return this.deps.sessions.get(org, id);
   }
 

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Spawner } from '../browser/launcher.js';
+import { spawnHere, type Spawner } from '../browser/launcher.js';
+import { BackgroundPriority } from '../browser/background-priority.js';
 import { cdpCommands, launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess } from '../browser/chromium.js';
 import { killMarked, markedEnv, sleep, within } from '../browser/procs.js';
 import { removeSegmentsOf } from '../browser/sysv-shm.js';
@@ -144,6 +145,8 @@ export class LiveSession {
     private readonly env: Record<string, string>,
     private readonly features: FeatureLaunch[],
     private readonly launchOptions: ChromiumOptions,
+    /** Set while a browser launched ahead of demand waits at low priority (see foreground()). */
+    private priority: BackgroundPriority | undefined,
   ) {
     this.superviseVnc();
     this.watchBrowser();
@@ -194,8 +197,14 @@ export class LiveSession {
     });
   }
 
-  static async start(record: SessionRecord, deps: RuntimeDeps, prepare?: PrepareFeatures): Promise<LiveSession> {
+  /**
+   * Launches a session's browser (and display). `background`: launched ahead of demand (standby,
+   * a pool's fill), its processes at the lowest CPU priority until foreground().
+   */
+  static async start(record: SessionRecord, deps: RuntimeDeps, prepare?: PrepareFeatures, opts: { background?: boolean } = {}): Promise<LiveSession> {
     const { dirs, env } = await prepareSessionDirs(deps.sessionsDir, deps.home, record.id);
+    const priority = opts.background ? BackgroundPriority.for(deps.spawn ?? spawnHere) : undefined;
+    const spawn = priority?.spawn ?? deps.spawn;
     const roots = { home: dirs.home, tmp: dirs.tmp };
     let display: Display | undefined;
     let vnc: Promise<VncServer> | undefined;
@@ -206,14 +215,14 @@ export class LiveSession {
       // Everything the daemon put in (a profile, extensions) now belongs to the user the browser runs as.
       await deps.sandbox.own(roots);
       if (!record.headless) {
-        display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env });
+        display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env, spawn });
         // The live view's server starts while Chromium does; both only need the display.
-        vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env, spawn: deps.spawn });
+        vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env, spawn });
         vnc.catch(() => {});
       }
       const options: ChromiumOptions = {
         executable: deps.chromiumPath,
-        spawn: deps.spawn,
+        spawn,
         wrapper: deps.sandbox.wrap(roots, { display: display?.number }),
         userDataDir: deps.sandbox.homePath(roots, 'user-data'),
         env: { ...env, ...deps.sandbox.insideEnv(roots), ...(display ? { DISPLAY: `:${display.number}` } : {}) },
@@ -225,7 +234,8 @@ export class LiveSession {
         logFile: dirs.chromiumLog,
       };
       chromium = await boot(options, features, record.start_url);
-      return new LiveSession(record, chromium, display, await vnc, deps, env, features, options);
+      // A restart in place (after the hand-over) starts at normal priority.
+      return new LiveSession(record, chromium, display, await vnc, deps, env, features, { ...options, spawn: deps.spawn }, priority);
     } catch (err) {
       await chromium?.close();
       await (await vnc?.catch(() => undefined))?.stop();
@@ -255,6 +265,13 @@ export class LiveSession {
   /** Counts as activity now: a standby browser handed over starts its inactivity countdown afresh. */
   touch(): void {
     this.lastActivity = Date.now();
+  }
+
+  /** Someone's session now (a standby hand-over, a pool's acquire): its processes get their normal CPU priority back. */
+  async foreground(): Promise<void> {
+    const priority = this.priority;
+    this.priority = undefined;
+    await priority?.restore();
   }
 
   /** A feature taken on after the launch (at a standby hand-over); stopped with the session like the rest. */

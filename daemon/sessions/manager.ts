@@ -202,7 +202,9 @@ export class SessionManager {
   async startReady(kind: { headless: boolean; viewport: Viewport }): Promise<LiveSession> {
     const record = this.newRecord(newId(), NO_ORG, { headless: kind.headless }, kind.viewport);
     const release = await this.deps.admission.acquire(NO_ORG.id, { background: true });
-    const session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record)).finally(release);
+    const session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record), {
+      background: true,
+    }).finally(release);
     try {
       await warmUp(session.chromium.wsUrl);
     } catch (err) {
@@ -277,7 +279,7 @@ export class SessionManager {
     try {
       if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
       await this.sign(record);
-      session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record));
+      session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record), { background: Boolean(opts.pool) });
     } catch (err) {
       throw this.startFailed(record, err);
     } finally {
@@ -296,6 +298,7 @@ export class SessionManager {
     Object.assign(record, this.newRecord(record.id, org, body, record.viewport));
     session.touch();
     try {
+      await session.foreground();
       await this.sign(record);
       for (const feature of this.features) {
         const launched = await feature.handOver?.({ org, body, record, dirs: session.dirs, insidePath: (p) => session.insidePath(p) });
