@@ -4,13 +4,13 @@ import { rm } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
-import { Ajv } from 'ajv';
 import { DeployFormSchema, type DeployForm } from '../../src/api/deployments.js';
 import { BadRequestError } from '../../src/errors.js';
 import { validationDetails } from '../http/errors.js';
+import { lazyValidator } from '../http/validators.js';
 
 // Form fields are text, as query strings are: "true" is a boolean here.
-const validateForm = new Ajv({ allErrors: true, strict: false, coerceTypes: true }).compile<DeployForm>(DeployFormSchema);
+const validateForm = lazyValidator<DeployForm>(DeployFormSchema, { coerceTypes: true });
 
 export interface ReceivedDeploy {
   form: DeployForm;

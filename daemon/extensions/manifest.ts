@@ -1,10 +1,10 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
 import { EXTENSION_NAME_PATTERN } from '../../src/api/extensions.js';
 import { BadRequestError } from '../../src/errors.js';
 import { validationDetails } from '../http/errors.js';
+import { lazyValidator } from '../http/validators.js';
 
 /**
  * What Chromium itself insists on before it loads an unpacked extension. Version: one to four
@@ -21,7 +21,7 @@ const ManifestSchema = Type.Object(
 );
 export type Manifest = Static<typeof ManifestSchema>;
 
-const validateManifest = new Ajv({ allErrors: true, strict: false }).compile<Manifest>(ManifestSchema);
+const validateManifest = lazyValidator<Manifest>(ManifestSchema);
 
 const MAX_MANIFEST_BYTES = 1024 ** 2;
 /** Finder puts this beside the folder it zips; it is never the extension. */

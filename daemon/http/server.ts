@@ -1,7 +1,5 @@
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import fastJson from 'fast-json-stringify';
 import type { TSchema } from 'typebox';
@@ -16,6 +14,7 @@ import type { ApiKeyRecord, OrgRecord } from '../auth.js';
 import type { Scope } from '../projects.js';
 import { toErrorReply } from './errors.js';
 import { formDoc } from './form-doc.js';
+import { lazily, lazyValidator } from './validators.js';
 import type { Handlers } from './handlers.js';
 
 declare module 'fastify' {
@@ -64,27 +63,9 @@ export interface ServerDeps {
  * strings and path parameters arrive as text, so they are coerced.
  */
 function makeValidators() {
-  const base = { allErrors: true, strict: false, useDefaults: true, removeAdditional: false } as const;
-  const strictAjv = addFormats.default(new Ajv({ ...base, coerceTypes: false }));
-  const coercingAjv = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }));
+  const base = { useDefaults: true, removeAdditional: false, withFormats: true } as const;
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    lazily(() => (httpPart === 'body' ? strictAjv : coercingAjv).compile(schema));
-}
-
-/**
- * A validator or serializer compiled on its first call rather than when its route is registered:
- * compiled code stays in memory for the daemon's life, and most of the routes of a daemon are
- * never called in it. Ajv's validation errors are carried over for Fastify to read.
- */
-function lazily<F extends (data: unknown) => unknown>(compile: () => F): F {
-  let compiled: F | undefined;
-  const run = ((data: unknown) => {
-    compiled ??= compile();
-    const result = compiled(data);
-    (run as { errors?: unknown }).errors = (compiled as { errors?: unknown }).errors;
-    return result;
-  }) as F;
-  return run;
+    lazyValidator(schema, { ...base, coerceTypes: httpPart === 'body' ? false : 'array' });
 }
 
 function bearer(req: FastifyRequest): string | undefined {
