@@ -1,4 +1,8 @@
-import { log, runDaemon } from './main.js';
+import { beginStartUp } from './start-up-tiering.js';
+
+// Before the daemon's modules load: see start-up-tiering.ts.
+beginStartUp();
+const { log, runDaemon } = await import('./main.js');
 
 // The background form that `rbrowse daemon start` spawns: node dist/daemon.js [--port N] [--host H]
 const arg = (name: string) => {

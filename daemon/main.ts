@@ -6,6 +6,7 @@ import { createDaemon } from './app.js';
 import { isAlive } from './browser/procs.js';
 import { resolveChromium } from '../src/system-deps.js';
 import { parseStandby } from '../src/standby.js';
+import { endStartUp } from './start-up-tiering.js';
 
 export interface RunOptions {
   host?: string;
@@ -66,6 +67,7 @@ export async function runDaemon(opts: RunOptions = {}): Promise<void> {
   };
   await writeFile(paths.daemonFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   log('daemon listening', { base_url: daemon.baseUrl, home, pid: process.pid });
+  endStartUp();
 
   let stopping = false;
   const stop = async (signal: string) => {
