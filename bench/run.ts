@@ -30,7 +30,7 @@ import {
 import { renderTable, summarize, type Comparison } from './stats.js';
 
 const CONFIG = {
-  creates: intEnv('BENCH_CREATES', 15),
+  creates: intEnv('BENCH_CREATES', 20),
   createWarmup: 2,
   cycles: intEnv('BENCH_CYCLES', 10),
   cycleWarmup: 1,
@@ -117,19 +117,16 @@ async function measure({ cold, warm }: Contexts): Promise<{ rows: Comparison[]; 
   // Idle first, before anything has run in them.
   const idle = { cold: (await footprint(cold.daemon)).rssMiB, warm: (await footprint(warm.daemon)).rssMiB };
 
-  progress(`create: ${CONFIG.createWarmup} warm-up + ${CONFIG.creates} per side (standby, cold, raw launch)`);
-  const [warmCreates, coldCreates, launches] = await interleave(CONFIG.createWarmup, CONFIG.creates, [
-    () => warmCreate(warm),
-    () => daemonCreate(cold),
-    () => rawLaunch(cold),
-  ]);
+  // Standby samples run on their own, and the cold ones in pairs with raw launches: interleaved
+  // with standby creates, a cold create often came right after a standby refill, which no raw
+  // launch ever did, and the ratio showed that neighbour rather than what the daemon adds.
+  progress(`create: ${CONFIG.createWarmup} warm-up + ${CONFIG.creates} from standby, then as many cold and raw launches, alternating`);
+  const [warmCreates] = await interleave(CONFIG.createWarmup, CONFIG.creates, [() => warmCreate(warm)]);
+  const [coldCreates, launches] = await interleave(CONFIG.createWarmup, CONFIG.creates, [() => daemonCreate(cold), () => rawLaunch(cold)]);
 
-  progress(`cycle: ${CONFIG.cycleWarmup} warm-up + ${CONFIG.cycles} per side (standby, cold, raw)`);
-  const [warmCycles, coldCycles, rawCycles] = await interleave(CONFIG.cycleWarmup, CONFIG.cycles, [
-    () => warmCycle(warm),
-    () => daemonCyclePhases(cold),
-    () => rawCyclePhases(cold),
-  ]);
+  progress(`cycle: ${CONFIG.cycleWarmup} warm-up + ${CONFIG.cycles} from standby, then as many cold and raw cycles, alternating`);
+  const [warmCycles] = await interleave(CONFIG.cycleWarmup, CONFIG.cycles, [() => warmCycle(warm)]);
+  const [coldCycles, rawCycles] = await interleave(CONFIG.cycleWarmup, CONFIG.cycles, [() => daemonCyclePhases(cold), () => rawCyclePhases(cold)]);
 
   progress(`cdp: ${CONFIG.rounds} rounds x ${CONFIG.callsPerRound} Runtime.evaluate per path`);
   const cdp = await cdpRoundTrips(cold, CONFIG);
