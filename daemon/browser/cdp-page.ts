@@ -18,10 +18,19 @@ export async function withActivePage<T>(wsUrl: string, run: (send: PageSend) => 
   return result;
 }
 
+/** Chromium's processes together used less CPU than this in the last interval: its start-up work is done. */
+const QUIET_CPU_MS = 20;
+const QUIET_INTERVAL_MS = 100;
+/** A browser still busy after this long is called ready anyway (a page it was told to open may keep it busy). */
+const QUIET_WAIT_MAX_MS = 5000;
+
 /**
- * Waits until the browser's first page target exists and its renderer answers: what a client
- * connecting to a browser that has just started would otherwise wait for (a standby browser is
- * handed out only once this holds).
+ * Waits until the browser's first page target exists and its renderer answers, and then until
+ * the browser has finished starting: what a client connecting to a browser that has just
+ * started would otherwise wait for (a standby browser is handed out only once this holds).
+ * Chromium goes on working for about half a second after its page answers (nearly two cores'
+ * worth here), and a first `goto` in that time took twice as long; its processes' CPU time,
+ * which it reports itself, tells when that is over.
  */
 export async function warmUp(wsUrl: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -32,10 +41,23 @@ export async function warmUp(wsUrl: string, timeoutMs = 15_000): Promise<void> {
       if (page) {
         const { sessionId } = await send('Target.attachToTarget', { targetId: page.targetId, flatten: true });
         await send('Runtime.evaluate', { expression: 'document.readyState' }, sessionId);
-        return;
+        break;
       }
       if (Date.now() > deadline) throw new Error('the browser opened no page');
       await new Promise((r) => setTimeout(r, 10));
+    }
+    const cpuMs = async () => {
+      const { processInfo } = (await send('SystemInfo.getProcessInfo')) as { processInfo: { cpuTime: number }[] };
+      return processInfo.reduce((sum, p) => sum + p.cpuTime, 0) * 1000;
+    };
+    const quietBy = Math.min(deadline, Date.now() + QUIET_WAIT_MAX_MS);
+    // A browser that cannot report its processes is ready once its page answers, as before.
+    let last = await cpuMs().catch(() => undefined);
+    while (last !== undefined && Date.now() < quietBy) {
+      await new Promise((r) => setTimeout(r, QUIET_INTERVAL_MS));
+      const now = await cpuMs().catch(() => undefined);
+      if (now === undefined || now - last < QUIET_CPU_MS) return;
+      last = now;
     }
   });
 }
