@@ -10,6 +10,7 @@ import { createReadStream } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { retentionFromEnv, type Retention } from '../state/history.js';
+import { LineBatches, SerialQueue } from '../state/line-batches.js';
 
 const gzipAsync = promisify(gzip);
 
@@ -48,9 +49,8 @@ export interface AuditChunk {
  * not recorded: at thousands a second they would drown the calls that changed something.
  */
 export class AuditLog {
-  private pending: string[] = [];
-  private flushing?: Promise<void>;
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly queue = new SerialQueue();
+  private readonly appends = new LineBatches(this.queue, (lines) => this.flush(lines));
   private handle?: FileHandle;
   private lines = 0;
 
@@ -62,7 +62,7 @@ export class AuditLog {
   static async open(file: string, retention: Retention): Promise<AuditLog> {
     const log = new AuditLog(file, retention);
     for await (const _line of log.linesOf()) log.lines++;
-    if (log.lines > retention.maxCount) await log.serially(() => log.compact());
+    if (log.lines > retention.maxCount) await log.queue.run(() => log.compact());
     return log;
   }
 
@@ -87,9 +87,8 @@ export class AuditLog {
       domain: r.host,
       service: 'api',
     };
-    this.pending.push(`${JSON.stringify(entry)}\n`);
     // A failed append (a full disk) loses those lines only; the calls themselves were answered.
-    this.flushing ??= this.serially(() => this.flush()).catch(() => {});
+    this.appends.add(`${JSON.stringify(entry)}\n`).catch(() => {});
   }
 
   async list(scope: Scope, q: ListAuditLogsQuery): Promise<{ items: AuditLogEntry[]; nextToken?: string }> {
@@ -112,17 +111,15 @@ export class AuditLog {
   }
 
   async close(): Promise<void> {
-    await this.flushing;
-    await this.serially(async () => {
+    await this.appends.drained();
+    await this.queue.run(async () => {
       await this.handle?.close();
       this.handle = undefined;
     });
   }
 
   /** Appends what was recorded since the last write, in one write; compacts when due. */
-  private async flush(): Promise<void> {
-    const lines = this.pending.splice(0);
-    this.flushing = undefined;
+  private async flush(lines: string[]): Promise<void> {
     this.handle ??= await open(this.file, 'a', 0o600);
     await this.handle.appendFile(lines.join(''));
     this.lines += lines.length;
@@ -193,7 +190,7 @@ export class AuditLog {
     const cutoff = Date.now() - this.retention.maxAgeMs;
     // Read between two writes, so the file and its line count agree; what was recorded a moment
     // ago is written first and part of the answer. Writes meanwhile wait, batched.
-    return this.serially(async () => {
+    return this.queue.run(async () => {
       // The newest limit + 1 matches seen so far (older ones are dropped as the scan goes on): a
       // page costs memory for its own size, not the file's.
       let window: AuditRecord[] = [];
@@ -235,12 +232,6 @@ export class AuditLog {
       const newest = window.slice(-(limit + 1));
       return { page: newest.slice(-limit).reverse(), more: newest.length > limit };
     });
-  }
-
-  private serially<R>(work: () => Promise<R>): Promise<R> {
-    const run = this.chain.catch(() => {}).then(work);
-    this.chain = run;
-    return run;
   }
 
   private decode(cursor: string): string {

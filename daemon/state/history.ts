@@ -1,4 +1,5 @@
 import { open, readFile, type FileHandle } from 'node:fs/promises';
+import { LineBatches, SerialQueue } from './line-batches.js';
 import { replaceFile } from './replace-file.js';
 
 /** Records serialized between two turns of the event loop while the file is rewritten. */
@@ -36,10 +37,8 @@ export class History<T extends { id: string }> {
   private lines = 0;
   private torn = false;
   private handle?: FileHandle;
-  private chain: Promise<unknown> = Promise.resolve();
-  /** Lines waiting for the next append, and that append. */
-  private pending: string[] = [];
-  private batch?: Promise<void>;
+  private readonly queue = new SerialQueue();
+  private readonly appends = new LineBatches(this.queue, (lines) => this.append(lines));
 
   private constructor(
     private readonly file: string,
@@ -80,42 +79,37 @@ export class History<T extends { id: string }> {
     return this.records.size;
   }
 
-  /**
-   * Keeps a record (or its new version); resolves once its line is written. Lines put while a
-   * write is under way go out together in the next one: one append per batch, not per record,
-   * so a burst (the audit log under load) neither queues a write per call nor holds memory for it.
-   */
+  /** Keeps a record (or its new version); resolves once its line is written (batched: LineBatches). */
   put(record: T): Promise<void> {
     this.records.delete(record.id);
     this.records.set(record.id, record);
     this.expire();
-    this.pending.push(`${JSON.stringify(record)}\n`);
-    this.batch ??= this.serially(async () => {
-      const lines = this.pending.splice(0);
-      this.batch = undefined;
-      // After a failed append (a full disk) the file may end in a partial line: rewrite it whole.
-      if (this.torn || this.lines >= 2 * Math.max(this.records.size, 1000)) return this.compactNow();
-      this.handle ??= await open(this.file, 'a', 0o600);
-      try {
-        await this.handle.appendFile(lines.join(''));
-      } catch (err) {
-        this.torn = true;
-        throw err;
-      }
-      this.lines += lines.length;
-    });
-    return this.batch;
+    return this.appends.add(`${JSON.stringify(record)}\n`);
+  }
+
+  private async append(lines: string[]): Promise<void> {
+    // After a failed append (a full disk) the file may end in a partial line: rewrite it whole.
+    // A rewrite writes every record kept, these lines' included.
+    if (this.torn || this.lines >= 2 * Math.max(this.records.size, 1000)) return this.compactNow();
+    this.handle ??= await open(this.file, 'a', 0o600);
+    try {
+      await this.handle.appendFile(lines.join(''));
+    } catch (err) {
+      this.torn = true;
+      throw err;
+    }
+    this.lines += lines.length;
   }
 
   async close(): Promise<void> {
-    await this.serially(async () => {
+    await this.queue.run(async () => {
       await this.handle?.close();
       this.handle = undefined;
     });
   }
 
   private compact(): Promise<void> {
-    return this.serially(() => this.compactNow());
+    return this.queue.run(() => this.compactNow());
   }
 
   private async compactNow(): Promise<void> {
@@ -141,11 +135,5 @@ export class History<T extends { id: string }> {
       if (this.records.size <= this.retention.maxCount && this.timeOf(record) >= cutoff) break;
       this.records.delete(id);
     }
-  }
-
-  private serially<R>(work: () => Promise<R>): Promise<R> {
-    const run = this.chain.catch(() => {}).then(work);
-    this.chain = run;
-    return run;
   }
 }
