@@ -65,7 +65,7 @@ export default defineConfig({
   // loader's own hot loops woke V8's optimizing compilers at every start.
   noExternal: [
     'typebox', 'commander', 'execa', 'lowdb', 'jose', 'tar', 'proxy-chain',
-    /^fastify/, /^@fastify\//, 'ajv', 'ajv-formats', 'fast-json-stringify', 'ws', 'yauzl', 'ignore', '@paralleldrive/cuid2',
+    /^fastify/, /^@fastify\//, 'ajv', 'ajv-formats', 'fast-json-stringify', 'ws', 'yauzl', 'ignore', 'nanoid',
   ],
   esbuildPlugins: [builtinsByRequire],
   plugins: [asciiComments],

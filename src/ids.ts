@@ -1,10 +1,14 @@
-import { init } from '@paralleldrive/cuid2';
+import { customAlphabet } from 'nanoid';
 
-let generate: (() => string) | undefined;
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+const first = customAlphabet(LETTERS, 1);
+const rest = customAlphabet(`0123456789${LETTERS}`, 23);
 
 /**
- * Kernel's IDs are 24-char lowercase alphanumerics in cuid2 style; the SDK and CLI accept nothing
- * else as an ID. The generator is made on the first ID: making it hashes a fingerprint of the host,
- * work enough to wake V8's optimizing compilers in a daemon that may sit idle.
+ * Kernel's IDs are 24-char lowercase alphanumerics in cuid2's shape (a letter first); the SDK and
+ * CLI accept nothing else as an ID. 23 random base-36 characters carry 118 bits from the OS's
+ * CSPRNG. cuid2 itself hashed every ID with SHA3-512 and converted it with bignumber.js, a loop hot
+ * enough that V8 sometimes optimized it with TurboFan in an idle daemon, which put the compiler's
+ * ~5 MiB of code into its RSS.
  */
-export const newId = (): string => (generate ??= init({ length: 24 }))();
+export const newId = (): string => first() + rest();
