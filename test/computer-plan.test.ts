@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { dragOps, scrollOps, screenshotRect } from '../daemon/computer/actions.js';
 import { keyByName, resolveCombo, resolveKeys } from '../daemon/computer/keys.js';
-import { InputLocks } from '../daemon/computer/lock.js';
 import { dragPlan, releaseOps, segmentSteps, type Op } from '../daemon/computer/plan.js';
 import { ApiError } from '../src/errors.js';
 
@@ -104,23 +103,5 @@ describe('key names', () => {
   test('combinations', () => {
     assert.deepEqual(resolveCombo('Ctrl+Shift+Tab', 'k').map((k) => k.key), ['Control', 'Shift', 'Tab']);
     assert.deepEqual(resolveCombo('ctrl+t', 'k').map((k) => k.code), ['ControlLeft', 'KeyT']);
-  });
-});
-
-describe('input lock', () => {
-  test('one action at a time per session, released on errors, other sessions unaffected', async () => {
-    const locks = new InputLocks();
-    const log: string[] = [];
-    const act = (id: string, name: string, ms: number, fail = false) =>
-      locks.run(id, async () => {
-        log.push(`${name}+`);
-        await new Promise((r) => setTimeout(r, ms));
-        log.push(`${name}-`);
-        if (fail) throw new Error(name);
-      });
-    const results = await Promise.allSettled([act('a', 'a1', 30, true), act('a', 'a2', 10), act('b', 'b1', 5)]);
-    assert.equal(results[0]!.status, 'rejected');
-    assert.equal(results[1]!.status, 'fulfilled');
-    assert.deepEqual(log, ['a1+', 'b1+', 'b1-', 'a1-', 'a2+', 'a2-']);
   });
 });

@@ -9,13 +9,14 @@ import { killGroup } from '../browser/procs.js';
 import type { InputBackend } from './backend.js';
 import { readClipboard, writeClipboard } from './clipboard.js';
 import { CdpInput } from './cdp-input.js';
-import { InputLocks } from './lock.js';
+import { KeyedSerialQueue } from '../../src/serial-queue.js';
 import type { Op, Screen } from './plan.js';
 import { XdotoolInput } from './xdotool-input.js';
 
 /** Computer control of a session: requests in, op plans performed by the session's backend. */
 export class ComputerControl {
-  private readonly locks = new InputLocks();
+  /** One input action at a time per session: two drags interleaving their moves on one screen would make both meaningless. */
+  private readonly locks = new KeyedSerialQueue();
   private readonly xdotool = new XdotoolInput();
   private readonly cdp = new CdpInput();
   /** The running cursor hider of each headful session that hid its cursor. */

@@ -1,6 +1,7 @@
 import type { CreateCredentialBody, Credential, ListCredentialsQuery, TotpCode, UpdateCredentialBody } from '../../src/api/credentials.js';
 import { BadRequestError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
+import { KeyedSerialQueue } from '../../src/serial-queue.js';
 import type { OrgRecord } from '../auth.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { paginate, type ListPage } from '../paging.js';
@@ -61,7 +62,7 @@ async function currentCode(secret: string): Promise<TotpCode> {
  */
 export class Credentials {
   /** Updates of one credential run one after another: each opens, merges and seals the values. */
-  private readonly updating = new Map<string, Promise<unknown>>();
+  private readonly updating = new KeyedSerialQueue();
 
   constructor(private readonly deps: { store: Store; vault: Vault }) {
     deps.store.collection('credentials');
@@ -108,14 +109,7 @@ export class Credentials {
 
   async update(org: OrgRecord, idOrName: string, body: UpdateCredentialBody): Promise<Credential> {
     const { id } = this.find(org, idOrName);
-    const previous = this.updating.get(id) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(() => this.updateNow(org, id, body));
-    this.updating.set(id, run);
-    try {
-      return await run;
-    } finally {
-      if (this.updating.get(id) === run) this.updating.delete(id);
-    }
+    return this.updating.run(id, () => this.updateNow(org, id, body));
   }
 
   private async updateNow(org: OrgRecord, id: string, body: UpdateCredentialBody): Promise<Credential> {

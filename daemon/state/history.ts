@@ -1,5 +1,6 @@
 import { open, readFile, type FileHandle } from 'node:fs/promises';
-import { LineBatches, SerialQueue } from './line-batches.js';
+import { SerialQueue } from '../../src/serial-queue.js';
+import { LineBatches } from './line-batches.js';
 import { replaceFile } from './replace-file.js';
 
 /** Records serialized between two turns of the event loop while the file is rewritten. */

@@ -1,13 +1,4 @@
-/** Runs pieces of work on one file one at a time, in order; a failed piece does not stop the next. */
-export class SerialQueue {
-  private chain: Promise<unknown> = Promise.resolve();
-
-  run<R>(work: () => Promise<R>): Promise<R> {
-    const run = this.chain.catch(() => {}).then(work);
-    this.chain = run;
-    return run;
-  }
-}
+import type { SerialQueue } from '../../src/serial-queue.js';
 
 /**
  * Lines for an append-only file, written in batches: lines added while a write waits or runs go
