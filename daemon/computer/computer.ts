@@ -1,5 +1,6 @@
 import type * as S from '../../src/api/schemas.js';
 import { ApiError, BadRequestError } from '../../src/errors.js';
+import { KeyedSerialQueue } from '../../src/serial-queue.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { OrgRecord } from '../auth.js';
@@ -9,7 +10,6 @@ import { killGroup } from '../browser/procs.js';
 import type { InputBackend } from './backend.js';
 import { readClipboard, writeClipboard } from './clipboard.js';
 import { CdpInput } from './cdp-input.js';
-import { KeyedSerialQueue } from '../../src/serial-queue.js';
 import type { Op, Screen } from './plan.js';
 import { XdotoolInput } from './xdotool-input.js';
 
