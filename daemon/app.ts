@@ -43,7 +43,7 @@ import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './reaper.js';
 import { SessionManager } from './sessions/manager.js';
 import { Standby } from './ready/standby.js';
-import type { StandbyEntry } from '../src/standby.js';
+import { forgetAfterMs, type StandbySet } from '../src/standby.js';
 import { Store } from './store.js';
 import { admissionLimits, LaunchAdmission, sessionCapacity } from './admission.js';
 import { Projects } from './projects.js';
@@ -67,8 +67,8 @@ export interface DaemonOptions {
   host: string;
   port: number;
   chromiumPath: string;
-  /** The standby set (src/standby.ts); empty: every create launches its own browser. */
-  standby: StandbyEntry[];
+  /** The standby set (src/standby.ts); no entries and no learning: every create launches its own browser. */
+  standby: StandbySet;
   log: (msg: string, extra?: object) => void;
 }
 
@@ -164,7 +164,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const credentialProviders = new CredentialProviders({ store, vault });
   // The standby set launches through the session manager, which takes from it: built around each other.
   const standby = new Standby({
-    entries: opts.standby,
+    set: opts.standby,
+    forgetMs: forgetAfterMs(),
     launch: (kind) => sessions.startReady(kind),
     busy: () => sessions.busy,
     log: opts.log,

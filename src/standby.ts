@@ -7,28 +7,59 @@ export interface StandbyEntry {
   count: number;
 }
 
-/** The default session of each kind, one each: what `POST /browsers` with no body (or `{headless: true}`) asks for. */
-export const DEFAULT_STANDBY = 'headless=1,headful=1';
+/** A standby set: the kinds kept ready, and how many more kinds it may learn from creates. */
+export interface StandbySet {
+  entries: StandbyEntry[];
+  /**
+   * Up to this many more kinds are kept ready, one browser each, once creates keep asking for
+   * them (daemon/ready/standby.ts). 0: the set is exactly `entries`.
+   */
+  learn: number;
+}
+
+/** How long a learned kind stays without a create of it: RBROWSE_STANDBY_FORGET_SECONDS (default 15 min). */
+export function forgetAfterMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.RBROWSE_STANDBY_FORGET_SECONDS;
+  if (raw === undefined || raw === '') return 15 * 60_000;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`RBROWSE_STANDBY_FORGET_SECONDS must be a whole number of seconds, at least 1 (got "${raw}")`);
+  return Number(raw) * 1000;
+}
+
+/**
+ * The default session of each kind, one each (what `POST /browsers` with no body, or
+ * `{headless: true}`, asks for), and up to two kinds learned from creates.
+ */
+export const DEFAULT_STANDBY = 'headless=1,headful=1,learn=2';
+/** Learned kinds cost a browser each, ~160 MB and more: a few at most. */
+const MAX_LEARN = 4;
 
 /** The key a create and a standby browser share when they match. */
 export const standbyKey = (headless: boolean, viewport: Viewport): string =>
   `${headless ? 'headless' : 'headful'}@${formatViewport(viewport)}`;
 
 /**
- * Parses RBROWSE_STANDBY / `daemon start --standby`: `0` (off), `N` (N of each default), or a
- * list of `headless|headful[@WxH[@R]][=N]` (N defaults to 1), e.g. `headless=2,headful@1024x768`.
+ * Parses RBROWSE_STANDBY / `daemon start --standby`: `0` (off), `N` (N of each default, and the
+ * default learning), or a list of `headless|headful[@WxH[@R]][=N]` (N defaults to 1) and
+ * `learn=K`, e.g. `headless=2,headful@1024x768,learn=1`. A list learns only when it says so.
  * Throws with a message naming the bad part.
  */
-export function parseStandby(text: string | undefined): StandbyEntry[] {
+export function parseStandby(text: string | undefined): StandbySet {
   const spec = (text ?? DEFAULT_STANDBY).trim() || '0';
   if (/^\d+$/.test(spec)) {
     const n = Number(spec);
-    return n === 0 ? [] : parseStandby(`headless=${n},headful=${n}`);
+    return n === 0 ? { entries: [], learn: 0 } : parseStandby(`headless=${n},headful=${n},learn=2`);
   }
   const entries = new Map<string, StandbyEntry>();
+  let learn = 0;
   for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const l = /^learn=(\d+)$/.exec(part);
+    if (l) {
+      learn = Number(l[1]);
+      if (learn > MAX_LEARN) throw new Error(`standby: learn at most ${MAX_LEARN} kinds (${part})`);
+      continue;
+    }
     const m = /^(headless|headful)(?:@([^=]+))?(?:=(\d+))?$/.exec(part);
-    if (!m) throw new Error(`standby: "${part}" is not headless|headful[@WxH[@R]][=N]`);
+    if (!m) throw new Error(`standby: "${part}" is not headless|headful[@WxH[@R]][=N] or learn=K`);
     const asked = m[2] === undefined ? undefined : parseViewportArg(m[2]);
     if (asked === null) throw new Error(`standby: "${m[2]}" is not WxH or WxH@R`);
     const viewport = resolveViewport(asked);
@@ -39,5 +70,5 @@ export function parseStandby(text: string | undefined): StandbyEntry[] {
     const key = standbyKey(headless, viewport);
     entries.set(key, { headless, viewport, count: (entries.get(key)?.count ?? 0) + count });
   }
-  return [...entries.values()].filter((e) => e.count > 0);
+  return { entries: [...entries.values()].filter((e) => e.count > 0), learn };
 }

@@ -7,7 +7,7 @@ import { chromium, type Browser } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
-import { parseStandby } from '../src/standby.js';
+import { forgetAfterMs, parseStandby } from '../src/standby.js';
 import { processesGone, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
@@ -276,6 +276,48 @@ describe('DELETE answers at once', { timeout: 120_000 }, () => {
   });
 });
 
+describe('learned standby kinds', { timeout: 180_000 }, () => {
+  test('a kind created twice is kept ready and served from then on; learn=K caps the kinds; forgotten when no create asks', async () => {
+    const t = await startTestDaemon({ env: { RBROWSE_STANDBY: 'learn=1', RBROWSE_STANDBY_FORGET_SECONDS: '6' } });
+    const SMALL = 'headless@1024x768@60';
+    const OTHER = 'headless@1440x900@25';
+    const standbySet = async () => (await t.api('GET', '/health', undefined, null)).body.standby;
+    const ids: string[] = [];
+    const create = async (width: number, height: number) => {
+      const r = await t.api('POST', '/browsers', { headless: true, viewport: { width, height } });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      ids.push(r.body.session_id);
+      return r.body.session_id as string;
+    };
+    try {
+      assert.deepEqual(await standbySet(), {}, 'nothing kept before a create');
+      await create(1024, 768);
+      assert.deepEqual(await standbySet(), {}, 'one create is not a pattern');
+      await create(1024, 768);
+      assert.deepEqual(await standbyIds(t), [], 'both launched cold');
+      assert.deepEqual((await standbySet())[SMALL], { ready: 0, wanted: 1, learned: true });
+      await standbyReady(t, SMALL);
+      const third = await create(1024, 768);
+      assert.ok((await standbyIds(t)).includes(third), 'the third create was served by the learned kind');
+
+      // learn=1: while one kind is kept, another asked for twice is not.
+      await create(1440, 900);
+      await create(1440, 900);
+      assert.equal((await standbySet())[OTHER], undefined);
+
+      for (const id of ids) assert.equal((await t.api('DELETE', `/browsers/${id}`)).status, 204);
+      // No create of it for 6 s: forgotten, and its browser (the refill after the third create) stopped.
+      await waitFor(async () => (await standbySet())[SMALL] === undefined, 60_000, 'the learned kind to be forgotten');
+      const unused = (await standbyIds(t)).filter((id) => !ids.includes(id));
+      assert.ok(unused.length >= 1, 'the learned kind was refilled after the create that took it');
+      for (const id of unused) await processesGone(t.home, id);
+      assert.ok((await daemonLog(t)).some((l) => l.msg === 'standby kind forgotten' && l.kind === SMALL));
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
 describe('standby off', { timeout: 120_000 }, () => {
   test('RBROWSE_STANDBY=0: nothing runs ahead of demand, and creates launch as before', async () => {
     const t = await startTestDaemon({ env: { RBROWSE_STANDBY: '0' } });
@@ -311,23 +353,43 @@ describe('standby off', { timeout: 120_000 }, () => {
 describe('the standby set (pure)', () => {
   test('parses 0, N and lists; refuses what it cannot keep', () => {
     const vp = { width: 1920, height: 1080, refresh_rate: 25 };
-    assert.deepEqual(parseStandby('0'), []);
-    assert.deepEqual(parseStandby(''), []);
-    assert.deepEqual(parseStandby(undefined), [
-      { headless: true, viewport: vp, count: 1 },
-      { headless: false, viewport: vp, count: 1 },
-    ]);
-    assert.deepEqual(parseStandby('2'), [
-      { headless: true, viewport: vp, count: 2 },
-      { headless: false, viewport: vp, count: 2 },
-    ]);
-    assert.deepEqual(parseStandby('headless=3, headful@1024x768'), [
-      { headless: true, viewport: vp, count: 3 },
-      { headless: false, viewport: { width: 1024, height: 768, refresh_rate: 60 }, count: 1 },
-    ]);
-    assert.deepEqual(parseStandby('headless=0'), []);
+    const none = { entries: [], learn: 0 };
+    assert.deepEqual(parseStandby('0'), none);
+    assert.deepEqual(parseStandby(''), none);
+    assert.deepEqual(parseStandby(undefined), {
+      entries: [
+        { headless: true, viewport: vp, count: 1 },
+        { headless: false, viewport: vp, count: 1 },
+      ],
+      learn: 2,
+    });
+    assert.deepEqual(parseStandby('2'), {
+      entries: [
+        { headless: true, viewport: vp, count: 2 },
+        { headless: false, viewport: vp, count: 2 },
+      ],
+      learn: 2,
+    });
+    assert.deepEqual(parseStandby('headless=3, headful@1024x768'), {
+      entries: [
+        { headless: true, viewport: vp, count: 3 },
+        { headless: false, viewport: { width: 1024, height: 768, refresh_rate: 60 }, count: 1 },
+      ],
+      learn: 0,
+    });
+    assert.deepEqual(parseStandby('learn=1'), { entries: [], learn: 1 });
+    assert.deepEqual(parseStandby('headless=0'), none);
     assert.throws(() => parseStandby('headles=1'), /not headless\|headful/);
     assert.throws(() => parseStandby('headless@1024x768@25'), /not a supported viewport/);
     assert.throws(() => parseStandby('headless=21'), /at most 20/);
+    assert.throws(() => parseStandby('learn=5'), /learn at most 4/);
+    assert.throws(() => parseStandby('learn=x'), /learn=K/);
+  });
+
+  test('RBROWSE_STANDBY_FORGET_SECONDS: 15 minutes unless set; whole seconds, at least 1', () => {
+    assert.equal(forgetAfterMs({}), 900_000);
+    assert.equal(forgetAfterMs({ RBROWSE_STANDBY_FORGET_SECONDS: '3' }), 3000);
+    assert.throws(() => forgetAfterMs({ RBROWSE_STANDBY_FORGET_SECONDS: '0' }), /at least 1/);
+    assert.throws(() => forgetAfterMs({ RBROWSE_STANDBY_FORGET_SECONDS: '1.5' }), /whole number/);
   });
 });

@@ -38,10 +38,10 @@ export function daemonCommand(): Command {
     .option('--foreground', 'run in the foreground, logging to stderr')
     .option(
       '--standby <spec>',
-      `browsers kept launched for instant creates: 0 (off), N of each default, or headless|headful[@WxH[@R]][=N],... (default ${DEFAULT_STANDBY}, or RBROWSE_STANDBY)`,
+      `browsers kept launched for instant creates: 0 (off), N of each default, or headless|headful[@WxH[@R]][=N],...[,learn=K] (K more kinds learned from creates; default ${DEFAULT_STANDBY}, or RBROWSE_STANDBY)`,
       standbySpec,
     )
-    .addHelpText('after', '\nExamples:\n  rbrowse daemon start --port 7331\n  rbrowse daemon start --standby headless=2,headful@1024x768')
+    .addHelpText('after', '\nExamples:\n  rbrowse daemon start --port 7331\n  rbrowse daemon start --standby headless=2,headful@1024x768,learn=1')
     .action(async (o) => {
       if (o.foreground) {
         const { runDaemon } = await import('../../daemon/main.js');

@@ -1,11 +1,13 @@
-import { standbyKey, type StandbyEntry } from '../../src/standby.js';
+import { standbyKey, type StandbyEntry, type StandbySet } from '../../src/standby.js';
 import type { Viewport } from '../../src/viewport.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import { signal } from '../browser/procs.js';
 import { Refill } from './refill.js';
 
 export interface StandbyDeps {
-  entries: StandbyEntry[];
+  set: StandbySet;
+  /** How long a learned kind is kept with no create of it (src/standby.ts forgetAfterMs). */
+  forgetMs: number;
   /** Launches and warms one browser of the kind; it belongs to no one until take() hands it over. */
   launch(kind: { headless: boolean; viewport: Viewport }): Promise<LiveSession>;
   /** True while creates are launching browsers of their own: a refill then waits, so it never competes with them. */
@@ -15,12 +17,20 @@ export interface StandbyDeps {
 
 /** How long a refill waits after a hand-over: the new owner connects and loads its first page meanwhile. */
 const REFILL_DELAY_MS = 200;
+/** A kind outside the set is learned once creates ask for it this many times within LEARN_WINDOW_MS. */
+const LEARN_AFTER = 2;
+const LEARN_WINDOW_MS = 10 * 60_000;
 
 /**
  * Warm standby: browsers of the kinds people create most, launched and warmed ahead of demand,
  * so a matching `POST /browsers` takes one in milliseconds. Refilled in the background by the
  * same ready-browsers mechanism as pools, one launch at a time, after the create that took one
  * has answered. Every standby browser is a LiveSession with an explicit stop; close() stops them.
+ *
+ * Besides the kinds it is set to keep, it learns (up to `set.learn` kinds): `rbrowse create
+ * --viewport 1024x768` run again and again should not launch cold every time. A kind that
+ * creates asked for twice within ten minutes gets one browser kept ready, and is forgotten (its
+ * browser stopped) once no create has asked for it for `forgetMs`.
  */
 export class Standby {
   /** Ready browsers by kind (standbyKey), oldest first. */
@@ -30,9 +40,14 @@ export class Standby {
   private delay?: NodeJS.Timeout;
   /** Standby browsers being stopped outside close() (their Chromium died): close() waits for them too. */
   private readonly retiring = new Set<Promise<unknown>>();
+  /** Kinds learned from creates, and when a create last asked for each. */
+  private readonly learned = new Map<string, { entry: StandbyEntry; asked: number }>();
+  /** When creates asked for kinds outside the set, by kind (within LEARN_WINDOW_MS). */
+  private readonly misses = new Map<string, number[]>();
+  private forgetTimer?: NodeJS.Timeout;
 
   constructor(private readonly deps: StandbyDeps) {
-    for (const e of deps.entries) this.ready.set(standbyKey(e.headless, e.viewport), []);
+    for (const e of deps.set.entries) this.ready.set(standbyKey(e.headless, e.viewport), []);
     this.refill = new Refill({
       short: () => !this.closed && this.shortest() !== undefined,
       mayLaunch: () => !deps.busy(),
@@ -42,8 +57,10 @@ export class Standby {
         return { key, session: await deps.launch({ headless: entry.headless, viewport: entry.viewport }) };
       },
       place: async ({ key, session }) => {
-        if (this.closed) return void (await session.stop());
-        this.ready.get(key)!.push(session);
+        // Closed, or a learned kind forgotten while its browser launched.
+        const list = this.ready.get(key);
+        if (this.closed || !list) return void (await session.stop());
+        list.push(session);
         deps.log('standby browser ready', { kind: key, session: session.id });
         // One that dies while waiting is dropped and replaced.
         void session.chromium.exited.then(() => {
@@ -60,18 +77,23 @@ export class Standby {
   }
 
   /** How many are ready of each kind: GET /health shows it (the benchmark waits on it). */
-  counts(): Record<string, { ready: number; wanted: number }> {
+  counts(): Record<string, { ready: number; wanted: number; learned?: true }> {
     return Object.fromEntries(
-      this.deps.entries.map((e) => {
+      this.entries().map((e) => {
         const key = standbyKey(e.headless, e.viewport);
-        return [key, { ready: this.ready.get(key)?.length ?? 0, wanted: e.count }];
+        return [key, { ready: this.ready.get(key)?.length ?? 0, wanted: e.count, ...(this.learned.has(key) ? { learned: true as const } : {}) }];
       }),
     );
   }
 
-  /** A ready browser of the kind, now the caller's, or undefined (the caller launches one cold). */
+  /**
+   * A ready browser of the kind, now the caller's, or undefined (the caller launches one cold).
+   * Called for every create a standby browser could serve, so it also learns what is asked for.
+   */
   take(headless: boolean, viewport: Viewport): LiveSession | undefined {
-    const list = this.ready.get(standbyKey(headless, viewport));
+    const key = standbyKey(headless, viewport);
+    const learnedNow = this.asked(key, headless, viewport);
+    const list = this.ready.get(key);
     let session: LiveSession | undefined;
     while (list?.length && !session) {
       const next = list.shift()!;
@@ -80,7 +102,7 @@ export class Standby {
       if (!next.isStopping && signal(next.chromium.pid, 0)) session = next;
       else this.retire(next);
     }
-    if (session) this.refillSoon();
+    if (session || learnedNow) this.refillSoon();
     return session;
   }
 
@@ -88,6 +110,7 @@ export class Standby {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.delay);
+    clearTimeout(this.forgetTimer);
     this.refill.stop();
     await this.refill.inflight;
     const all = [...this.ready.values()].flat();
@@ -110,11 +133,60 @@ export class Standby {
     this.delay.unref();
   }
 
+  /** The kinds kept now: the set's, then the learned ones. */
+  private entries(): StandbyEntry[] {
+    return [...this.deps.set.entries, ...[...this.learned.values()].map((l) => l.entry)];
+  }
+
+  /** Notes a create of the kind; true when that made it a learned kind. */
+  private asked(key: string, headless: boolean, viewport: Viewport): boolean {
+    const now = Date.now();
+    const learned = this.learned.get(key);
+    if (learned) {
+      learned.asked = now;
+      return false;
+    }
+    if (this.ready.has(key) || !this.deps.set.learn || this.closed) return false;
+    const recent = [...(this.misses.get(key) ?? []).filter((t) => now - t < LEARN_WINDOW_MS), now];
+    if (recent.length < LEARN_AFTER || this.learned.size >= this.deps.set.learn) {
+      this.misses.set(key, recent.slice(-LEARN_AFTER));
+      return false;
+    }
+    this.misses.delete(key);
+    this.learned.set(key, { entry: { headless, viewport, count: 1 }, asked: now });
+    this.ready.set(key, []);
+    this.deps.log('standby kind learned', { kind: key });
+    this.armForget();
+    return true;
+  }
+
+  /** Forgets the learned kinds no create asked for in forgetMs, and stops their browsers. */
+  private forget(): void {
+    const now = Date.now();
+    for (const [key, l] of this.learned) {
+      if (now - l.asked < this.deps.forgetMs) continue;
+      this.learned.delete(key);
+      const list = this.ready.get(key) ?? [];
+      this.ready.delete(key);
+      for (const session of list) this.retire(session);
+      this.deps.log('standby kind forgotten', { kind: key });
+    }
+    this.armForget();
+  }
+
+  private armForget(): void {
+    clearTimeout(this.forgetTimer);
+    if (this.closed || !this.learned.size) return;
+    const oldest = Math.min(...[...this.learned.values()].map((l) => l.asked));
+    this.forgetTimer = setTimeout(() => this.forget(), Math.max(0, oldest + this.deps.forgetMs - Date.now()));
+    this.forgetTimer.unref();
+  }
+
   /** The kind furthest below its count, if any. */
   private shortest(): StandbyEntry | undefined {
     let best: StandbyEntry | undefined;
     let bestGap = 0;
-    for (const e of this.deps.entries) {
+    for (const e of this.entries()) {
       const gap = e.count - (this.ready.get(standbyKey(e.headless, e.viewport))?.length ?? 0);
       if (gap > bestGap) [best, bestGap] = [e, gap];
     }

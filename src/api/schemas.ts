@@ -18,9 +18,17 @@ export const ErrorBodySchema = Type.Object(
 export const HealthSchema = Type.Object({
   status: Type.Literal('ok'),
   standby: Type.Optional(
-    Type.Record(Type.String(), Type.Object({ ready: Type.Integer({ minimum: 0 }), wanted: Type.Integer({ minimum: 0 }) }), {
-      description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted',
-    }),
+    Type.Record(
+      Type.String(),
+      Type.Object({
+        ready: Type.Integer({ minimum: 0 }),
+        wanted: Type.Integer({ minimum: 0 }),
+        learned: Type.Optional(Type.Literal(true, { description: 'kept because creates asked for this kind (standby learn=K), until none has for a while' })),
+      }),
+      {
+        description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted',
+      },
+    ),
   ),
   launches: Type.Optional(
     Type.Object(
