@@ -10,6 +10,7 @@
  */
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { cliStartup, footprint, loadRound, type LoadRound } from './footprint.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
@@ -53,7 +54,7 @@ interface Contexts {
 
 async function setUp(cleanups: (() => Promise<void>)[]): Promise<Contexts> {
   const { executable, fixtures, raw, daemon } = await startHarness(cleanups);
-  const warm: TestDaemon = await startTestDaemon({ env: { RBROWSE_STANDBY: 'headless=1,headful=1' } });
+  const warm: TestDaemon = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY } });
   cleanups.push(() => warm.stop());
   progress(`daemons ${daemon.baseUrl} (standby off), ${warm.baseUrl} (default standby); chromium ${executable}`);
   const pageUrl = `${fixtures.url}/hello.html`;
