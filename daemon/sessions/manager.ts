@@ -178,7 +178,6 @@ export class SessionManager {
     }
   }
 
-  /** Sessions of organizations with a running browser (pool browsers included, standby ones not). */
   /** The owner's live sessions that are not a pool's (pools count by their size: PoolManager.reservedBy). */
   onDemandOf(owner: string): number {
     let n = 0;
@@ -186,6 +185,7 @@ export class SessionManager {
     return n;
   }
 
+  /** Sessions of organizations with a running browser (pool browsers included, standby ones not). */
   get running(): number {
     return this.live.size;
   }
