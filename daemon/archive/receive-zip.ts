@@ -4,15 +4,8 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
 import type { ValidateFunction } from 'ajv';
-import type { TSchema } from 'typebox';
 import { ApiError, BadRequestError } from '../../src/errors.js';
 import { validationDetails } from '../http/errors.js';
-import { lazyValidator } from '../http/validators.js';
-
-/** The validator of a multipart form's text fields (the route's `form.fields` schema). */
-export function formValidator<F>(schema: TSchema): ValidateFunction<F> {
-  return lazyValidator<F>(schema);
-}
 
 export interface ReceivedUpload<F> {
   form: F;

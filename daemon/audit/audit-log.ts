@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { retentionFromEnv, type Retention } from '../state/history.js';
-import { SerialQueue } from '../../src/serial-queue.js';
+import { SerialQueue } from '../serial-queue.js';
 import { LineBatches } from '../state/line-batches.js';
 
 const gzipAsync = promisify(gzip);

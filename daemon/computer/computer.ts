@@ -1,6 +1,6 @@
 import type * as S from '../../src/api/schemas.js';
 import { ApiError, BadRequestError } from '../../src/errors.js';
-import { KeyedSerialQueue } from '../../src/serial-queue.js';
+import { KeyedSerialQueue } from '../serial-queue.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { OrgRecord } from '../auth.js';

@@ -1,7 +1,7 @@
 import type { CreateCredentialBody, Credential, ListCredentialsQuery, TotpCode, UpdateCredentialBody } from '../../src/api/credentials.js';
 import { BadRequestError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
-import { KeyedSerialQueue } from '../../src/serial-queue.js';
+import { KeyedSerialQueue } from '../serial-queue.js';
 import type { OrgRecord } from '../auth.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { paginate, type ListPage } from '../paging.js';

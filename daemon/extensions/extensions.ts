@@ -8,7 +8,8 @@ import type { CreateBrowserBody } from '../../src/api/schemas.js';
 import { BadRequestError, NotFoundError } from '../../src/errors.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { newId } from '../../src/ids.js';
-import { formValidator, receiveZipForm } from '../archive/receive-zip.js';
+import { receiveZipForm } from '../archive/receive-zip.js';
+import { lazyValidator } from '../http/validators.js';
 import { extractZip, type UnzipLimits } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
 import { paginate, type ListPage } from '../paging.js';
@@ -45,7 +46,7 @@ const UPLOAD_PREFIX = '.upload-';
 
 export const MAX_UPLOAD_BYTES = 100 * 1024 ** 2;
 export const UNZIP_LIMITS: UnzipLimits = { maxBytes: 256 * 1024 ** 2, maxEntries: 10_000, maxRatio: 200 };
-const validateExtensionForm = formValidator<ExtensionForm>(ExtensionFormSchema);
+const validateExtensionForm = lazyValidator<ExtensionForm>(ExtensionFormSchema);
 
 type Selection = NonNullable<CreateBrowserBody['extensions']>[number];
 

@@ -3,7 +3,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Multipart } from '@fastify/multipart';
 import { UploadZipFormSchema, type UploadZipForm } from '../../src/api/schemas.js';
-import { formValidator, receiveZipForm } from '../archive/receive-zip.js';
+import { receiveZipForm } from '../archive/receive-zip.js';
+import { lazyValidator } from '../http/validators.js';
 import { tarOf } from '../archive/tar-stream.js';
 import { extractZip } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
@@ -53,7 +54,7 @@ export async function uploadFiles(files: FileOps, parts: AsyncIterable<FormPart>
 }
 
 const MAX_ZIP_BYTES = 512 * 1024 ** 2;
-const validateZipForm = formValidator<UploadZipForm>(UploadZipFormSchema);
+const validateZipForm = lazyValidator<UploadZipForm>(UploadZipFormSchema);
 
 /**
  * POST .../fs/upload_zip: the zip lands on the daemon's side of the session (its directory, never

@@ -1,5 +1,5 @@
 import { open, readFile, type FileHandle } from 'node:fs/promises';
-import { SerialQueue } from '../../src/serial-queue.js';
+import { SerialQueue } from '../serial-queue.js';
 import { LineBatches } from './line-batches.js';
 import { replaceFile } from './replace-file.js';
 

@@ -1,4 +1,4 @@
-import type { SerialQueue } from '../../src/serial-queue.js';
+import type { SerialQueue } from '../serial-queue.js';
 
 /**
  * Lines for an append-only file, written in batches: lines added while a write waits or runs go
