@@ -6,7 +6,7 @@ import { Auth } from './auth.js';
 import { ComputerControl } from './computer/computer.js';
 import { DisplayAllocator } from './browser/xvfb.js';
 import { ProcessLauncher } from './browser/launcher.js';
-import { Sandbox } from './sandbox/sandbox.js';
+import { Boxes, type BoxSupport } from './box/boxes.js';
 import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
 import { UpgradeRouter } from './http/upgrades.js';
 import { Telemetry } from './telemetry/telemetry.js';
@@ -33,7 +33,7 @@ import { profileHandlers } from './http/routes/profiles.js';
 import { proxyHandlers } from './http/routes/proxies.js';
 import { apiKeyHandlers } from './http/routes/api-keys.js';
 import { ApiKeys } from './api-keys.js';
-import { Deployments } from './apps/deployments.js';
+import { Deployments, imageOf } from './apps/deployments.js';
 import { Extensions } from './extensions/extensions.js';
 import { Invocations, syncCapMsFromEnv } from './invocations/invocations.js';
 import { Profiles } from './profiles/profiles.js';
@@ -84,9 +84,13 @@ export interface Daemon {
   close(): Promise<void>;
 }
 
-function sandboxNotices(sandbox: Sandbox): string[] {
-  const { on, why, fix } = sandbox.chromiumSandbox;
-  return on || process.env.RBROWSE_CHROMIUM_SANDBOX === 'off' ? [] : [`Chromium runs WITHOUT its own sandbox (--no-sandbox): ${why}. Fix: ${fix}`];
+/** What an operator must know of this host's boxes: what they cannot have here. */
+function boxNotices(support: BoxSupport): string[] {
+  const out: string[] = [];
+  if (support.uids === 'shared') out.push('the daemon is not root: every session runs as its uid (in namespaces of its own), without per-session users or a size-capped disk');
+  if (!support.network.pasta) out.push(`sessions have no network beyond the host's loopback: ${support.network.why}`);
+  for (const [name, s] of Object.entries(support.limits)) if (!s.enforced) out.push(`the per-session ${name} limit is not enforced: ${s.why}`);
+  return out;
 }
 
 function stateNotices(store: Store, file: string): string[] {
@@ -113,26 +117,30 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const invocationHistory = await History.open<InvocationRecord>(join(paths.historyDir, 'invocations.jsonl'), retention, (r) =>
     Date.parse(r.finished_at ?? r.started_at),
   );
-  // Built before the reaper: a crashed daemon's sessions with save_changes are saved before their browsers are killed.
+  const launcher = new ProcessLauncher({ home: opts.home, log: opts.log });
+  // Every session and app runs in a box of its own (namespaces, users, limits: daemon/box).
+  const boxes = await Boxes.create({ home: opts.home, dir: join(opts.home, 'boxes'), host: launcher, log: opts.log });
+  // Built before the reaper: a crashed daemon's sessions with save_changes are saved from the disks their boxes left.
   const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
-  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, history: sessionHistory, log: opts.log,
-    salvage: (orphans) => profiles.recover({ orphans, home: opts.home, sessionsDir: paths.sessionsDir }) });
+  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, history: sessionHistory, log: opts.log, boxes,
+    salvage: (orphans) => profiles.recover({ orphans, boxes }),
+    keepDisk: (id) => store.collection('deployments').some((d) => d.status === 'running' && imageOf(d.id) === id) });
   const auth = await Auth.open(store, paths);
   const tokens = await SessionTokens.open(paths.jwtSecretFile);
 
-  // RBROWSE_SANDBOX=off forces the fallback (a per-session root without a namespace), as on a
-  // machine where bubblewrap cannot run.
-  const sandbox = Sandbox.detect({ hide: [opts.home], log: opts.log, disabled: process.env.RBROWSE_SANDBOX === 'off' });
+  // Chromium's own sandbox nests user namespaces inside the box's, which every host that runs boxes allows.
+  const chromiumSandbox = process.env.RBROWSE_CHROMIUM_SANDBOX !== 'off';
   let baseUrl = baseUrlFor(opts.host, opts.port);
   const publicUrl = () => baseUrl;
   const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log });
   const proxies = new Proxies({ store, credentialsDir: paths.credentialsDir, log: opts.log, stealthProxy: parseStealthProxy(process.env.RBROWSE_STEALTH_PROXY) });
-  const deployments = new Deployments({ store, dir: paths.appsDir, log: opts.log });
+  const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log });
   await deployments.recover();
   const invocations = new Invocations({
     store,
     home: opts.home,
     deployments,
+    boxes,
     keys: auth,
     publicUrl,
     history: invocationHistory,
@@ -140,8 +148,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     syncCapMs: syncCapMsFromEnv(),
   });
   await invocations.recover();
-  const launcher = new ProcessLauncher({ home: opts.home, log: opts.log });
-  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, sandbox, home: opts.home, spawn: launcher.spawn, log: opts.log });
+  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, boxes, chromiumSandbox, log: opts.log });
   const telemetryArchive = new TelemetryArchive(paths.telemetryDir, opts.log);
   const telemetry = new Telemetry(telemetryArchive, opts.log);
   const replays = new ReplayRecorder({
@@ -184,9 +191,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       home: opts.home,
       sessionsDir: paths.sessionsDir,
       chromiumPath: opts.chromiumPath,
-      displays: new DisplayAllocator(launcher.spawn),
-      sandbox,
-      spawn: launcher.spawn,
+      displays: new DisplayAllocator(),
+      boxes,
+      chromiumSandbox,
       log: opts.log,
     },
   });
@@ -233,7 +240,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     server,
     sessions,
     pools,
-    notices: [...stateNotices(store, paths.stateFile), ...sandboxNotices(sandbox)],
+    notices: [...stateNotices(store, paths.stateFile), ...boxNotices(boxes.support)],
     get baseUrl() {
       return baseUrl;
     },
@@ -242,6 +249,8 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       const address = server.server.address();
       const port = typeof address === 'object' && address ? address.port : opts.port;
       baseUrl = baseUrlFor(opts.host, port);
+      // Programs in boxes (the Playwright runner, the BiDi mapper, apps' SDK) reach the API on their own loopback.
+      boxes.hostPorts.always([port]);
       sessions.startInactivityChecks();
       pools.start();
       standby.start();
@@ -259,6 +268,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await telemetryArchive.settled();
       await server.close();
       await Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]);
+      await boxes.close();
       launcher.close();
     },
   };

@@ -1,10 +1,14 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { killMarked } from './browser/procs.js';
+import { findMarkedProcesses, killMarked, waitGone } from './browser/procs.js';
+import type { Boxes } from './box/boxes.js';
 import { removeTree } from './fs-util.js';
 import type { SessionRecord } from './sessions/record.js';
 import type { History } from './state/history.js';
 import type { Store } from './store.js';
+
+/** How long a crashed daemon's launcher may take to let its boxes' browsers close (see launcher.mjs). */
+const LAUNCHER_GRACE_MS = 10_000;
 
 /**
  * Run once at start, before anything is launched: nothing of this home can legitimately be
@@ -15,15 +19,25 @@ export async function reapLeftovers(opts: {
   sessionsDir: string;
   store: Store;
   history: History<SessionRecord>;
+  boxes: Boxes;
   log: (msg: string, extra?: object) => void;
-  /** Runs first, while the orphans' browsers may still run: a feature keeps what they wrote (a profile saved with save_changes). */
+  /** Runs once the orphans' boxes have ended: a feature keeps what they wrote on their disks (a profile saved with save_changes). */
   salvage?: (orphans: SessionRecord[]) => Promise<void>;
+  /** Box disks that outlive a daemon (running deployments' images). */
+  keepDisk?: (id: string) => boolean;
 }): Promise<void> {
   // A session still has its runtime while its processes may run: live ones, and deleted ones whose
   // background teardown (a profile's save among it) the crash interrupted.
   const orphaned = opts.store.collection('sessions').filter((s) => !s.deleted_at || s.runtime);
-  await opts.salvage?.(orphaned).catch((err: unknown) => opts.log('salvage of orphaned sessions failed', { error: String(err) }));
+  // A crashed daemon's launcher closes its boxes' browsers as on a normal end (cookies flushed),
+  // then exits: waited for, before anything of its is killed.
+  const launchers = await findMarkedProcesses(opts.home, 'launcher');
+  if (launchers.length) await waitGone(launchers, LAUNCHER_GRACE_MS);
   const killed = await killMarked(opts.home);
+  await opts.boxes.reap();
+  await opts.salvage?.(orphaned).catch((err: unknown) => opts.log('salvage of orphaned sessions failed', { error: String(err) }));
+  const disks = (await opts.boxes.leftoverDisks()).filter((id) => !opts.keepDisk?.(id));
+  await Promise.all(disks.map((id) => opts.boxes.dropDisk(id)));
   if (orphaned.length) {
     const now = new Date().toISOString();
     await opts.store.update(() => {
@@ -50,11 +64,12 @@ export async function reapLeftovers(opts: {
   if (ended.length) await opts.store.update(() => {});
   const dirs = await readdir(opts.sessionsDir).catch(() => [] as string[]);
   await Promise.all(dirs.map((d) => removeTree(join(opts.sessionsDir, d), opts.log)));
-  if (killed.length || orphaned.length || dirs.length) {
+  if (killed.length || orphaned.length || dirs.length || disks.length) {
     opts.log('reaped leftovers of a previous daemon', {
       processes: killed.length,
       sessions: orphaned.length,
       directories: dirs.length,
+      disks: disks.length,
     });
   }
 }

@@ -1,14 +1,18 @@
-import { existsSync } from 'node:fs';
-import { lstat, mkdir, readFile, symlink } from 'node:fs/promises';
-import { findPackageJSON } from 'node:module';
-import { dirname, join } from 'node:path';
-import { execa, type Result } from 'execa';
-import { harnessArgs, NODE_BINARY } from './harness-command.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LineSplitter } from '../line-splitter.js';
+import type { Box, BoxProcess } from '../box/box.js';
+import { outputOf } from '../box/box-process.js';
+import { BOX_APP, BOX_NODE, BOX_RUNTIME } from '../box/box-spec.js';
+import { harnessArgs, RESULT_FD } from './harness-command.js';
 
 /** Why a deployment failed, in words for its status_reason. */
 export class BuildError extends Error {}
 
 export interface StepOptions {
+  /** The app's build box: its code is at /app there. */
+  box: Box;
   env: Record<string, string>;
   signal: AbortSignal;
   /** One line of output for the deployment's log events. */
@@ -23,34 +27,56 @@ export interface LoadedApp {
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 const LOAD_TIMEOUT_MS = 120_000;
 
-const SDK_DIR = dirname(findPackageJSON('@onkernel/sdk', import.meta.url)!);
+/** npm settings whose values are credentials: never shown to an app's box. */
+const NPM_SECRET = /(^|:)_(auth|authToken|password)\s*=|^\s*(\/\/[^=]*:)?(username|_auth|_authToken|_password|certfile|keyfile)\s*=/i;
 
-/** Options shared by the build's child processes: output line by line into the log, killed on cancel. */
-function childOptions(dir: string, opts: StepOptions, timeout: number) {
-  // execa calls a generator once per line; yielding nothing keeps no copy of the output.
-  const toLog = function* (line: unknown) {
-    opts.log(String(line));
-  };
-  return {
-    cwd: dir,
-    env: opts.env,
-    extendEnv: false,
-    stdin: 'ignore',
-    stdout: toLog,
-    stderr: toLog,
-    reject: false,
-    cancelSignal: opts.signal,
-    forceKillAfterDelay: 3000,
-    timeout,
-  } as const;
+/**
+ * The machine's npm settings (/etc/npmrc: its registry, CA file, proxy) as a build box sees them,
+ * without any credential: an app's install scripts run there, and they must not learn the host's
+ * tokens.
+ */
+export function buildNpmrc(): [string, string][] {
+  const file = '/etc/npmrc';
+  if (!existsSync(file)) return [];
+  const kept = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => !NPM_SECRET.test(line))
+    .join('\n');
+  return [['/etc/npmrc', kept]];
 }
 
-function throwIfFailed(r: Result, what: string, signal: AbortSignal, timeoutMs: number, detail = ''): void {
-  if (signal.aborted || r.isCanceled) throw new BuildError('cancelled');
-  if (r.timedOut) throw new BuildError(`${what} did not finish within ${Math.round(timeoutMs / 1000)} s`);
-  if ((r as { code?: string }).code === 'ENOENT') throw new BuildError(`${what} could not start: ${r.shortMessage}`);
-  if (r.exitCode !== 0) {
-    throw new BuildError(`${what} failed (exit code ${r.exitCode ?? r.signal})${detail ? `: ${detail}` : ''}`);
+/**
+ * Runs a program of the build in the box, at /app, its output line by line into the deployment's
+ * log, killed on cancel and at the timeout; its exit code, or a BuildError for a cancel or timeout.
+ */
+async function step(what: string, argv: string[], opts: StepOptions & { timeoutMs: number; onLine?: (line: string) => void; resultFd?: boolean }): Promise<{ code: number | null; result: Buffer }> {
+  const child: BoxProcess = opts.box.spawn(argv, { env: opts.env, cwd: BOX_APP, ...(opts.resultFd ? { extraFds: [RESULT_FD] } : {}) });
+  const line = (l: string) => {
+    opts.onLine?.(l);
+    opts.log(l);
+  };
+  const out = new LineSplitter(line);
+  const err = new LineSplitter(line);
+  child.stdout!.on('data', (c: Buffer) => out.write(c));
+  child.stderr!.on('data', (c: Buffer) => err.write(c));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, opts.timeoutMs);
+  const cancel = () => child.kill('SIGKILL');
+  opts.signal.addEventListener('abort', cancel, { once: true });
+  try {
+    const result = opts.resultFd ? await outputOf(child) : { ...(await child.exited), fds: {} as Record<number, Buffer> };
+    out.end();
+    err.end();
+    if (opts.signal.aborted) throw new BuildError('cancelled');
+    if (timedOut) throw new BuildError(`${what} did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
+    if (result.error) throw new BuildError(`${what} could not start: ${result.error.code === 'ENOENT' ? `${argv[0]} is not installed` : result.error.message}`);
+    return { code: result.code, result: result.fds[RESULT_FD] ?? Buffer.alloc(0) };
+  } finally {
+    clearTimeout(timer);
+    opts.signal.removeEventListener('abort', cancel);
   }
 }
 
@@ -66,11 +92,12 @@ async function packageJson(dir: string): Promise<Record<string, unknown> | undef
 
 /**
  * `npm ci` when the app has a lockfile, else `npm install` when package.json lists dependencies,
- * else nothing. npm runs on the daemon's Node (first on the PATH of `env`).
+ * else nothing; in the build box, as its user (lifecycle scripts included), on rbrowse's Node.
+ * `source`: the unpacked upload on the daemon's side, read only for what to run.
  */
-export async function installDependencies(dir: string, opts: StepOptions): Promise<void> {
-  const pkg = await packageJson(dir);
-  const locked = existsSync(join(dir, 'package-lock.json')) || existsSync(join(dir, 'npm-shrinkwrap.json'));
+export async function installDependencies(source: string, opts: StepOptions): Promise<void> {
+  const pkg = await packageJson(source);
+  const locked = existsSync(join(source, 'package-lock.json')) || existsSync(join(source, 'npm-shrinkwrap.json'));
   const deps = ['dependencies', 'devDependencies', 'optionalDependencies'].flatMap((k) =>
     Object.keys((pkg?.[k] as object | undefined) ?? {}),
   );
@@ -82,39 +109,36 @@ export async function installDependencies(dir: string, opts: StepOptions): Promi
   opts.log(`$ npm ${args.join(' ')}`);
   // The first error line that says something (not npm's code, syscall, errno or log location) is the reason.
   let firstError = '';
-  const log = (line: string) => {
+  const onLine = (line: string) => {
     const m = /^npm (?:error|ERR!)\s*(.*)$/.exec(line);
     if (!firstError && m && m[1] && !/^(code|syscall|errno|path|A complete log)\b/.test(m[1])) firstError = m[1];
-    opts.log(line);
   };
-  const r = await execa('npm', args, childOptions(dir, { ...opts, log }, INSTALL_TIMEOUT_MS));
-  throwIfFailed(r, `npm ${args[0]}`, opts.signal, INSTALL_TIMEOUT_MS, firstError);
+  const { code } = await step(`npm ${args[0]}`, ['npm', ...args], { ...opts, timeoutMs: INSTALL_TIMEOUT_MS, onLine });
+  if (code !== 0) throw new BuildError(`npm ${args[0]} failed (exit code ${code})${firstError ? `: ${firstError}` : ''}`);
 }
 
-/** An app without an @onkernel/sdk of its own gets the daemon's, by a symlink in its node_modules. */
-export async function linkSdk(dir: string, log: (line: string) => void): Promise<void> {
-  const target = join(dir, 'node_modules', '@onkernel', 'sdk');
-  if (await lstat(target).catch(() => undefined)) {
-    log('using the app’s own @onkernel/sdk');
-    return;
-  }
-  await mkdir(dirname(target), { recursive: true });
-  await symlink(SDK_DIR, target, 'dir');
-  log('linked the daemon’s @onkernel/sdk into node_modules');
+/** An app without an @onkernel/sdk of its own gets the daemon's, by a symlink in its node_modules (inside the box). */
+export async function linkSdk(opts: StepOptions): Promise<void> {
+  const sdk = `${BOX_RUNTIME}/node_modules/@onkernel/sdk`;
+  const script = `if [ -e node_modules/@onkernel/sdk ] || [ -L node_modules/@onkernel/sdk ]; then echo own; else mkdir -p node_modules/@onkernel && ln -s "$1" node_modules/@onkernel/sdk && echo linked; fi`;
+  const r = await outputOf(opts.box.spawn(['sh', '-c', script, 'link-sdk', sdk], { env: opts.env, cwd: BOX_APP }));
+  if (r.code !== 0) throw new BuildError(`the SDK could not be linked: ${r.stderr.toString().trim()}`);
+  opts.log(r.stdout.toString().trim() === 'own' ? 'using the app’s own @onkernel/sdk' : 'linked the daemon’s @onkernel/sdk into node_modules');
 }
 
-/** Loads the entrypoint in a child (the harness's `list`) and answers the apps and actions it registers. */
-export async function loadApps(dir: string, entrypoint: string, opts: StepOptions): Promise<LoadedApp[]> {
+/** Loads the entrypoint in the box (the harness's `list`) and answers the apps and actions it registers. */
+export async function loadApps(entrypoint: string, opts: StepOptions): Promise<LoadedApp[]> {
   opts.log(`loading ${entrypoint}`);
-  const r = await execa(NODE_BINARY, harnessArgs('list', entrypoint), {
-    ...childOptions(dir, opts, LOAD_TIMEOUT_MS),
-    ipc: true,
-    serialization: 'json',
-  });
-  const answer = r.ipcOutput[0] as { type: string; message?: string; apps?: LoadedApp[] } | undefined;
+  const { code, result } = await step(`loading ${entrypoint}`, [BOX_NODE, ...harnessArgs('list', entrypoint)], { ...opts, timeoutMs: LOAD_TIMEOUT_MS, resultFd: true });
+  let answer: { type: string; message?: string; apps?: LoadedApp[] } | undefined;
+  try {
+    answer = result.length ? JSON.parse(result.toString()) : undefined;
+  } catch {
+    answer = undefined;
+  }
   if (answer?.type === 'error') throw new BuildError(answer.message ?? 'the entrypoint failed to load');
-  throwIfFailed(r, `loading ${entrypoint}`, opts.signal, LOAD_TIMEOUT_MS, 'it exited without registering anything');
-  const apps = answer?.apps ?? [];
+  if (code !== 0 || !answer) throw new BuildError(`loading ${entrypoint} failed (exit code ${code}): it exited without registering anything`);
+  const apps = answer.apps ?? [];
   if (apps.length === 0) {
     throw new BuildError(`${entrypoint} registers no apps: create one with kernel.app(name) and add actions with app.action(name, handler)`);
   }

@@ -1,5 +1,7 @@
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import { join } from 'node:path';
 import type { Multipart } from '@fastify/multipart';
 import {
   REGION,
@@ -12,13 +14,18 @@ import {
 import { BadRequestError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { extractZip } from '../archive/unzip.js';
-import { killMarked, markedEnv } from '../browser/procs.js';
 import { removeTree } from '../fs-util.js';
+import { tarOf } from '../archive/tar-stream.js';
+import type { Box } from '../box/box.js';
+import type { Boxes } from '../box/boxes.js';
+import { BOX_APP } from '../box/box-spec.js';
+import { FileOps } from '../fs/file-ops.js';
+import { outputOf } from '../box/box-process.js';
 import { EventStream, type StreamEvent } from '../http/sse.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { OrgRecord } from '../auth.js';
 import type { Store } from '../store.js';
-import { BuildError, installDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
+import { BuildError, buildNpmrc, installDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
 import { receiveDeploy } from './deploy-form.js';
 import { EventLog, sinceTime } from './event-log.js';
 import { appBaseEnv } from './harness-command.js';
@@ -57,14 +64,16 @@ export interface ResolvedAction {
   /** The concrete version label ("latest" already resolved). */
   version: string;
   action_name: string;
-  /** Absolute directory of the unpacked, installed app (the child's cwd). */
-  dir: string;
-  /** Absolute path of the entrypoint file. */
-  entrypoint: string;
-  /** entrypoint relative to dir, for ENTRYPOINT_RELPATH. */
+  /** The entrypoint, relative to the app's directory (/app in its boxes), for ENTRYPOINT_RELPATH. */
   entrypoint_rel_path: string;
   env_vars: Record<string, string>;
 }
+
+/**
+ * The box disk that holds a deployment's installed code (its image): kept once its build box has
+ * ended, bound read-only at /app into each of its invocations' boxes.
+ */
+export const imageOf = (deploymentId: string) => `app-${deploymentId}`;
 
 const TERMINAL: DeploymentStatus[] = ['running', 'failed', 'stopped'];
 /** Build logs kept in memory, for the newest deployments. */
@@ -86,11 +95,11 @@ export class Deployments {
   private readonly logs = new Map<string, EventLog>();
   private readonly builds = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private readonly holds = new Map<string, number>();
-  private readonly home: string;
+  /** Images being made again from their archives (after a reboot), by deployment. */
+  private readonly restoring = new Map<string, Promise<string>>();
 
-  constructor(private readonly deps: { store: Store; dir: string; home?: string; log: (msg: string, extra?: object) => void }) {
+  constructor(private readonly deps: { store: Store; dir: string; boxes: Boxes; log: (msg: string, extra?: object) => void }) {
     deps.store.collection('deployments');
-    this.home = deps.home ?? dirname(deps.dir);
   }
 
   /**
@@ -109,21 +118,52 @@ export class Deployments {
     await Promise.all(entries.filter((e) => !keep.has(e)).map((e) => removeTree(join(this.deps.dir, e), this.deps.log)));
   }
 
+  /** The box disks a daemon start keeps: the images of running deployments. */
+  keepsDisk(id: string): boolean {
+    return this.deps.store.data.deployments.some((d) => d.status === 'running' && imageOf(d.id) === id);
+  }
+
+  /**
+   * The disk of a running deployment's image, made again from its archive when it is gone (the
+   * machine restarted): in a box of its own, as its user.
+   */
+  async image(deploymentId: string): Promise<string> {
+    const image = imageOf(deploymentId);
+    if (existsSync(`${this.deps.boxes.diskDir(image)}/app`)) return image;
+    let restoring = this.restoring.get(deploymentId);
+    if (!restoring) {
+      restoring = (async () => {
+        const box = await this.deps.boxes.start({ kind: 'app', id: image, app: { writable: true } });
+        try {
+          await new FileOps(box).unpack(BOX_APP, createReadStream(this.archiveOf(deploymentId)));
+        } catch (err) {
+          await box.stop();
+          throw err;
+        }
+        await this.deps.boxes.stopKeepingDisk(box);
+        return image;
+      })().finally(() => this.restoring.delete(deploymentId));
+      this.restoring.set(deploymentId, restoring);
+    }
+    return restoring;
+  }
+
   /** POST /deployments: receives and unpacks the zip (400 for a bad one), then builds in the background. */
   async create(org: OrgRecord, parts: AsyncIterable<Multipart>): Promise<Deployment> {
     const id = newId();
     await mkdir(this.deps.dir, { recursive: true, mode: 0o700 });
     const zipPath = join(this.deps.dir, `.upload-${id}.zip`);
     const { form, checksum } = await receiveDeploy(parts, zipPath);
-    const dir = this.appDir(id);
+    const dir = this.sourceDir(id);
     let unpacked;
     try {
+      await mkdir(this.appDir(id), { mode: 0o700 });
       unpacked = await extractZip(zipPath, dir);
     } finally {
       await rm(zipPath, { force: true });
     }
     if (!unpacked.files.includes(form.entrypoint_rel_path)) {
-      await removeTree(dir, this.deps.log);
+      await removeTree(this.appDir(id), this.deps.log);
       const top = [...new Set(unpacked.files.map((f) => f.split('/')[0]!.concat(f.includes('/') ? '/' : '')))].slice(0, 10);
       throw BadRequestError.field(
         'entrypoint_rel_path',
@@ -211,14 +251,11 @@ export class Deployments {
     if (!app.actions.some((a) => a.name === action_name)) {
       throw new NotFoundError(`action ${action_name} not found in app ${app_name} (actions: ${app.actions.map((a) => a.name).join(', ')})`);
     }
-    const dir = this.appDir(rec.id);
     return {
       deployment_id: rec.id,
       app_name,
       version: rec.version,
       action_name,
-      dir,
-      entrypoint: join(dir, rec.entrypoint_rel_path),
       entrypoint_rel_path: rec.entrypoint_rel_path,
       env_vars: { ...rec.env_vars },
     };
@@ -261,28 +298,42 @@ export class Deployments {
     this.builds.set(rec.id, { abort, done });
   }
 
+  /**
+   * The build, in a box of its own as an unprivileged user, like everything of an app: the code
+   * goes in at /app, `npm ci` or `npm install` runs there (its lifecycle scripts included), the
+   * entrypoint is loaded to list its apps. The box's disk, with /app installed, is kept as the
+   * deployment's image, and a copy of /app is archived for the daemon's next start after a reboot.
+   */
   private async build(rec: DeploymentRecord, signal: AbortSignal): Promise<void> {
-    const dir = this.appDir(rec.id);
+    const source = this.sourceDir(rec.id);
     const log = (line: string) => this.emitLog(rec, line);
-    const env = { ...appBaseEnv(), ...markedEnv(this.home, `deployment-${rec.id}`) };
+    const env = appBaseEnv();
     let apps: LoadedApp[];
+    let box: Box | undefined;
     try {
       await this.setStatus(rec, 'in_progress');
-      await installDependencies(dir, { env, signal, log });
-      await linkSdk(dir, log);
-      apps = await loadApps(dir, rec.entrypoint_rel_path, {
-        env: { ...env, KERNEL_API_KEY: LOAD_TIME_API_KEY, ...rec.env_vars },
-        signal,
-        log,
-      });
+      box = await this.deps.boxes.start({ kind: 'app', id: imageOf(rec.id), app: { writable: true }, etcFiles: buildNpmrc() });
+      const files = new FileOps(box);
+      await files.unpack(BOX_APP, await tarOf(source));
+      const opts = { box, env, signal, log };
+      await installDependencies(source, opts);
+      await linkSdk(opts);
+      apps = await loadApps(rec.entrypoint_rel_path, { ...opts, env: { ...env, KERNEL_API_KEY: LOAD_TIME_API_KEY, ...rec.env_vars } });
+      // Each invocation runs as a user of its own: the code must be readable by others.
+      await outputOf(box.spawn(['chmod', '-R', 'a+rX', '--', BOX_APP]));
+      await packApp(files, this.archiveOf(rec.id));
+      // Whatever the build started and left behind (a postinstall's daemon) ends with its box;
+      // the disk, /app installed, stays as the image.
+      await this.deps.boxes.stopKeepingDisk(box);
+      box = undefined;
+      await removeTree(source, this.deps.log);
     } catch (err) {
+      await box?.stop();
+      await this.deps.boxes.dropDisk(imageOf(rec.id));
       if (signal.aborted) return;
       if (!(err instanceof BuildError)) this.deps.log('deployment build error', { id: rec.id, error: String(err), stack: (err as Error).stack });
       await this.fail(rec, err instanceof BuildError ? err.message : `internal error: ${(err as Error).message}`);
       return;
-    } finally {
-      // Whatever the build started and left behind (a postinstall's daemon, a child of the app).
-      await killMarked(this.home, `deployment-${rec.id}`);
     }
     if (!signal.aborted) await this.markRunning(rec, apps);
   }
@@ -340,6 +391,7 @@ export class Deployments {
   /** Removes a stopped or failed deployment's code, unless an invocation still holds it. */
   private async discard(rec: DeploymentRecord): Promise<void> {
     if (rec.status === 'running' || this.holds.has(rec.id)) return;
+    await this.deps.boxes.dropDisk(imageOf(rec.id));
     await removeTree(this.appDir(rec.id), this.deps.log);
   }
 
@@ -399,8 +451,17 @@ export class Deployments {
     return this.deps.store.data.deployments.filter((d) => d.org_id === org.id).reverse();
   }
 
+  /** A deployment's files on the daemon's side: the unpacked upload while it builds (src/), then the archive of its installed code. */
   private appDir(id: string): string {
     return join(this.deps.dir, id);
+  }
+
+  private sourceDir(id: string): string {
+    return join(this.appDir(id), 'src');
+  }
+
+  private archiveOf(id: string): string {
+    return join(this.appDir(id), 'app.tar');
   }
 
   private view(rec: DeploymentRecord): Deployment {
@@ -430,4 +491,18 @@ export class Deployments {
 /** Kernel answers API-key callers every variable with an empty value. */
 function redacted(env: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.keys(env).map((k) => [k, '']));
+}
+
+/** /app of a build box, archived (as the box's user, inside it) into `archive` on the daemon's side. */
+async function packApp(files: FileOps, archive: string): Promise<void> {
+  const temp = `${archive}.tmp`;
+  const packed = files.pack('cd -- "$1" && exec tar -c -f - .', [BOX_APP]);
+  try {
+    await pipeline(packed.stream, createWriteStream(temp, { mode: 0o600 }));
+    await packed.done;
+    await rename(temp, archive);
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw new BuildError(`the installed app could not be archived: ${(err as Error).message}`);
+  }
 }

@@ -1,8 +1,9 @@
 // The child-process side of apps: loads an app's entrypoint and either lists its apps and actions
 // (`list <entrypoint>`) or runs one action (`run <entrypoint> <app_name> <action_name>`).
-// Started as `<node24> --import <tsx> harness.mjs <mode> ...` with cwd = the app's directory and an
-// IPC channel. Results travel only over IPC, so stdout and stderr stay the app's own logs.
-// Plain JavaScript, not compiled: the daemon runs it as it is, from the sources or beside the bundle.
+// Started as `<node24> --import <tsx> harness.mjs <mode> ...` with cwd = the app's directory, inside
+// the app's box. The answer goes out on fd 3 (RBROWSE_RESULT_FD), so stdout and stderr stay the
+// app's own logs. Plain JavaScript, not compiled: the daemon runs it as it is.
+import { writeSync } from 'node:fs';
 import module from 'node:module';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
@@ -35,14 +36,16 @@ function send(message, code) {
   // The first answer counts: an error the app throws after it is not the action's result.
   if (answered) return;
   answered = true;
+  const resultFd = Number(process.env.RBROWSE_RESULT_FD);
   void flushed().then(() => {
-    if (!process.send) {
+    if (!Number.isInteger(resultFd) || resultFd < 3) {
       // Started by hand, without the daemon: show the answer instead of losing it.
       process.stdout.write(`${JSON.stringify(message)}\n`, () => process.exit(code));
       return;
     }
-    // Exit only once the message is out, and even when the app left timers or sockets open.
-    process.send(message, () => process.exit(code));
+    // Exit once the answer is out, even when the app left timers or sockets open.
+    writeSync(resultFd, `${JSON.stringify(message)}\n`);
+    process.exit(code);
   });
 }
 

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import type { Spawner } from './launcher.js';
 
 /** The lowest priority there is: its group gets 15/1024 of a core's time against any normal one. */
 const LOWEST = 19;
@@ -30,38 +29,36 @@ async function setGroupNice(pid: number, nice: number): Promise<void> {
 }
 
 /**
- * A browser launched ahead of demand (a standby or pool browser) starts at the lowest CPU
- * priority: its start and the second or so of work Chromium does after "DevTools listening"
- * then take only what the creates, pages and requests of live sessions leave over, instead of
- * half the machine (a cold create right after a standby refill took twice as long). It gets its
- * normal priority back when it is handed to someone: restore().
+ * A browser launched ahead of demand (a standby or pool browser) runs at the lowest CPU priority:
+ * its start and the second or so of work Chromium does after "DevTools listening" then take only
+ * what the creates, pages and requests of live sessions leave over, instead of half the machine
+ * (a cold create right after a standby refill took twice as long). It gets its normal priority
+ * back when it is handed to someone: restore().
+ *
+ * Priority is per autogroup (each detached program in a box leads one: the browser, Xvfb, the
+ * window manager, x11vnc), so every process of the box is found on the host, below its
+ * bubblewrap, and its group lowered.
  */
 export class BackgroundPriority {
-  private readonly groups = new Set<number>();
   private restored = false;
 
-  private constructor(private readonly inner: Spawner) {}
+  private constructor(private readonly box: { hostPids(): Promise<number[]> }) {}
 
-  /** A lowering spawner for one browser's processes, or none where it could not be undone. */
-  static for(spawn: Spawner): BackgroundPriority | undefined {
+  /** Lowers a box's processes, or none where it could not be undone. */
+  static forBox(box: { hostPids(): Promise<number[]> }): BackgroundPriority | undefined {
     supported ??= canLowerAndRestore();
-    return supported ? new BackgroundPriority(spawn) : undefined;
+    return supported ? new BackgroundPriority(box) : undefined;
   }
 
-  /** Starts a process as `inner` does, in its own autogroup at the lowest priority (until restore()). */
-  readonly spawn: Spawner = async (command, args, env, opts) => {
-    const child = await this.inner(command, args, env, opts);
-    if (!this.restored) {
-      this.groups.add(child.pid);
-      await setGroupNice(child.pid, LOWEST);
-    }
-    return child;
-  };
+  /** Everything in the box now to the lowest priority (until restore()). */
+  async lower(): Promise<void> {
+    if (this.restored) return;
+    await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, LOWEST)));
+  }
 
-  /** Normal priority for everything started so far; later starts are not lowered. */
+  /** Normal priority for everything in the box; nothing is lowered afterwards. */
   async restore(): Promise<void> {
     this.restored = true;
-    await Promise.all([...this.groups].map((pid) => setGroupNice(pid, 0)));
-    this.groups.clear();
+    await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, 0)));
   }
 }

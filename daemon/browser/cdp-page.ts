@@ -1,4 +1,4 @@
-import { cdpCommands } from './chromium.js';
+import { cdpCommands, type DevToolsEndpoint } from './chromium.js';
 
 export type PageSend = (method: string, params?: object) => Promise<any>;
 
@@ -6,9 +6,9 @@ export type PageSend = (method: string, params?: object) => Promise<any>;
  * Runs commands on the browser's active page: the first page target Chromium lists (the most
  * recently focused tab), attached with flatten so one browser connection carries them.
  */
-export async function withActivePage<T>(wsUrl: string, run: (send: PageSend) => Promise<T>): Promise<T> {
+export async function withActivePage<T>(browser: DevToolsEndpoint, run: (send: PageSend) => Promise<T>): Promise<T> {
   let result!: T;
-  await cdpCommands(wsUrl, async (send) => {
+  await cdpCommands(browser, async (send) => {
     const { targetInfos } = (await send('Target.getTargets')) as { targetInfos: { targetId: string; type: string; url: string }[] };
     const page = targetInfos.find((t) => t.type === 'page' && !t.url.startsWith('devtools://'));
     if (!page) throw new Error('the browser has no open page');
@@ -32,9 +32,9 @@ const QUIET_WAIT_MAX_MS = 5000;
  * worth here), and a first `goto` in that time took twice as long; its processes' CPU time,
  * which it reports itself, tells when that is over.
  */
-export async function warmUp(wsUrl: string, timeoutMs = 15_000): Promise<void> {
+export async function warmUp(browser: DevToolsEndpoint, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  await cdpCommands(wsUrl, async (send) => {
+  await cdpCommands(browser, async (send) => {
     for (;;) {
       const { targetInfos } = (await send('Target.getTargets')) as { targetInfos: { targetId: string; type: string }[] };
       const page = targetInfos.find((t) => t.type === 'page');
@@ -67,8 +67,8 @@ export async function warmUp(wsUrl: string, timeoutMs = 15_000): Promise<void> {
  * first URL: the blank entry is dropped from the history (Page.navigate answers once the
  * navigation committed or failed), so history.length is 1, as in a browser started with url.
  */
-export async function navigate(wsUrl: string, url: string): Promise<void> {
-  await withActivePage(wsUrl, async (send) => {
+export async function navigate(browser: DevToolsEndpoint, url: string): Promise<void> {
+  await withActivePage(browser, async (send) => {
     const { errorText } = (await send('Page.navigate', { url })) as { errorText?: string };
     if (errorText) return; // an error page, as a cold start shows; nothing to drop
     // A navigation to another site moves the page to a new renderer, to which the page's target

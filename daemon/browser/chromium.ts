@@ -1,9 +1,53 @@
 import { createWriteStream } from 'node:fs';
 import { truncate } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
+import { request as httpRequest } from 'node:http';
+import type { Duplex, Readable } from 'node:stream';
 import WebSocket from 'ws';
-import { spawnHere, type ExitInfo, type Spawner } from './launcher.js';
-import { killGroup, within } from './procs.js';
+import type { Box, BoxProcess, ProcessExit } from '../box/box.js';
+import { within } from './procs.js';
+
+/**
+ * Where a browser's DevTools protocol is: its URL as programs inside its box use it, and a way for
+ * the daemon to connect, through the box's agent (nothing of a box listens where the daemon is).
+ */
+export interface DevToolsEndpoint {
+  /** ws://127.0.0.1:PORT/devtools/browser/ID, meaningful inside the browser's box only. */
+  readonly wsUrl: string;
+  /** A socket connected to the DevTools port. */
+  connect(): Promise<Duplex>;
+}
+
+/** A websocket to a DevTools endpoint (the browser's, or a page's path on it). */
+export async function openDevTools(endpoint: DevToolsEndpoint, opts: { path?: string; maxPayload?: number } = {}): Promise<WebSocket> {
+  const socket = await endpoint.connect();
+  const url = new URL(endpoint.wsUrl);
+  if (opts.path) url.pathname = opts.path;
+  const ws = new WebSocket(url, { perMessageDeflate: false, createConnection: () => socket as never, ...(opts.maxPayload ? { maxPayload: opts.maxPayload } : {}) });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return ws;
+}
+
+/** A plain HTTP GET of the DevTools endpoint (/json/version), over a socket through the box. */
+export async function devToolsGet(endpoint: DevToolsEndpoint, path: string): Promise<{ status: number; body: Buffer }> {
+  const socket = await endpoint.connect();
+  const url = new URL(endpoint.wsUrl);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: url.hostname, port: url.port, path, method: 'GET', createConnection: () => socket as never }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        socket.destroy();
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** Flags every browser gets: the closed network here otherwise floods refused connections. */
 export const BASE_FLAGS = [
@@ -17,16 +61,15 @@ export const BASE_FLAGS = [
   '--password-store=basic',
   '--use-mock-keychain',
   '--disable-features=Translate,MediaRouter,OptimizationHints',
+  // On the box's own loopback: only programs in the box, and the daemon through the box's agent, reach it.
   '--remote-debugging-address=127.0.0.1',
   '--remote-debugging-port=0',
 ];
 
 export interface ChromiumOptions {
   executable: string;
-  /** How the process is started: the daemon's launcher, so that no fork waits on its event loop. */
-  spawn?: Spawner;
-  /** A command prefix the browser runs under (the session's bubblewrap sandbox). */
-  wrapper?: string[];
+  /** The box the browser runs in (as the box's user). */
+  box: Box;
   userDataDir: string;
   env: Record<string, string>;
   headless: boolean;
@@ -41,6 +84,8 @@ export interface ChromiumOptions {
   extraArgs?: string[];
   /** Where Chromium's output (its log) is kept, for GET /browsers/{id}/logs/stream; emptied at LOG_MAX_BYTES. */
   logFile?: string;
+  /** Called once the browser's process runs (before it is ready): a background launch lowers its priority then. */
+  onSpawned?: () => void;
 }
 
 const LOG_MAX_BYTES = 16 * 1024 * 1024;
@@ -85,21 +130,34 @@ export function chromiumArgs(o: ChromiumOptions): string[] {
   ]);
 }
 
-/** One running Chromium: its browser websocket, and the only ways it should end. */
-export class ChromiumProcess {
+/** One running Chromium in its box: its DevTools endpoint, and the only ways it should end. */
+export class ChromiumProcess implements DevToolsEndpoint {
   private stopping?: Promise<boolean>;
 
   constructor(
-    readonly pid: number,
+    private readonly proc: BoxProcess,
+    private readonly box: Box,
     readonly wsUrl: string,
-    readonly exited: Promise<ExitInfo>,
     private readonly stderrTail: () => string,
   ) {}
 
-  /** The http://127.0.0.1:PORT origin of the DevTools endpoint. */
+  /** Its pid in its box. */
+  get pid(): number {
+    return this.proc.pid ?? 0;
+  }
+
+  get exited(): Promise<ProcessExit> {
+    return this.proc.exited;
+  }
+
+  /** The http://127.0.0.1:PORT origin of the DevTools endpoint, as pages in the box reach it. */
   get httpOrigin(): string {
     const u = new URL(this.wsUrl);
     return `http://${u.host}`;
+  }
+
+  connect(): Promise<Duplex> {
+    return this.box.connect({ port: Number(new URL(this.wsUrl).port) });
   }
 
   get recentOutput(): string {
@@ -112,8 +170,8 @@ export class ChromiumProcess {
    */
   close(graceMs = 5000): Promise<boolean> {
     this.stopping ??= (async () => {
-      const closed = await within(graceMs, sendBrowserClose(this.wsUrl).then(() => this.exited));
-      killGroup(this.pid, 'SIGKILL');
+      const closed = await within(graceMs, sendBrowserClose(this).then(() => this.exited));
+      this.proc.kill('SIGKILL');
       if (!closed) await within(2000, this.exited);
       return closed;
     })();
@@ -123,14 +181,10 @@ export class ChromiumProcess {
 
 /** Sends CDP commands over a short-lived browser connection, in order; resolves with their results. */
 export async function cdpCommands(
-  wsUrl: string,
+  endpoint: DevToolsEndpoint,
   run: (send: (method: string, params?: object, sessionId?: string) => Promise<any>) => Promise<void>,
 ): Promise<void> {
-  const ws = new WebSocket(wsUrl, { perMessageDeflate: false });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
+  const ws = await openDevTools(endpoint);
   let next = 0;
   const pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
   ws.on('message', (data) => {
@@ -156,8 +210,8 @@ export async function cdpCommands(
 }
 
 /** Sets every page window to width x height (the window manager, if any, may refit it to the screen). */
-export async function resizeWindows(wsUrl: string, width: number, height: number): Promise<void> {
-  await cdpCommands(wsUrl, async (send) => {
+export async function resizeWindows(endpoint: DevToolsEndpoint, width: number, height: number): Promise<void> {
+  await cdpCommands(endpoint, async (send) => {
     const { targetInfos } = await send('Target.getTargets');
     const windows = new Set<number>();
     for (const t of targetInfos as { targetId: string; type: string }[]) {
@@ -172,9 +226,11 @@ export async function resizeWindows(wsUrl: string, width: number, height: number
   });
 }
 
-function sendBrowserClose(wsUrl: string): Promise<void> {
+async function sendBrowserClose(endpoint: DevToolsEndpoint): Promise<void> {
+  const socket = await endpoint.connect().catch(() => undefined);
+  if (!socket) return;
   return new Promise((resolve) => {
-    const ws = new WebSocket(wsUrl, { perMessageDeflate: false });
+    const ws = new WebSocket(endpoint.wsUrl, { perMessageDeflate: false, createConnection: () => socket as never });
     const done = () => {
       ws.removeAllListeners();
       ws.terminate();
@@ -204,21 +260,22 @@ function keepLog(stream: Readable, file: string): void {
 }
 
 export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProcess> {
-  const [command, ...prefix] = [...(o.wrapper ?? []), o.executable];
   let tail = '';
-  const child = await (o.spawn ?? spawnHere)(command!, [...prefix, ...chromiumArgs(o)], o.env).catch((err: Error) => {
+  const child = o.box.spawn([o.executable, ...chromiumArgs(o)], { env: o.env, cwd: '/home/kernel', stdout: false, stderr: true, role: 'browser' });
+  await child.started.catch((err: Error) => {
     throw new Error(`Chromium did not start: ${err.message}`);
   });
-  if (o.logFile) keepLog(child.stderr, o.logFile);
+  o.onSpawned?.();
+  if (o.logFile) keepLog(child.stderr!, o.logFile);
   const wsUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error('timed out waiting for DevTools')), o.readyTimeoutMs ?? 20_000);
     function fail(err: Error) {
       clearTimeout(timer);
-      killGroup(child.pid, 'SIGKILL');
+      child.kill('SIGKILL');
       reject(new Error(`Chromium did not start: ${err.message}${tail ? `\n${tail.trim()}` : ''}`));
     }
     void child.exited.then((e) => fail(new Error(`exited with ${e.signal ?? e.code}`)));
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       tail = (tail + chunk.toString()).slice(-4000);
       const m = /DevTools listening on (ws:\/\/\S+)/.exec(tail);
       if (m) {
@@ -227,5 +284,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProces
       }
     });
   });
-  return new ChromiumProcess(child.pid, wsUrl, child.exited, () => tail);
+  const port = Number(new URL(wsUrl).port);
+  o.box.setBrowser(child, port, new URL(wsUrl).pathname);
+  return new ChromiumProcess(child, o.box, wsUrl, () => tail);
 }

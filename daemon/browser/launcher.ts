@@ -52,7 +52,48 @@ export async function runToEnd(
   return { exitCode: code, ...out };
 }
 
+/** What the launcher needs to start one box (built by daemon/box/box-spec.ts). */
+export interface BoxSpec {
+  /** setpriv ... bwrap --args 6 -- <the agent's command line>; the rest of bubblewrap's arguments go over fd 6. */
+  argv: string[];
+  bwrapArgs: string[];
+  env: Record<string, string>;
+  /** Contents of files bubblewrap copies in (--ro-bind-data), on fds 7, 8, ... in order. */
+  files: string[];
+  /** Host paths the launcher opens and hands to bubblewrap as descriptors, on the fds after the files'. */
+  bindFds: string[];
+  uidMap?: string;
+  gidMap?: string;
+  /** Single-uid boxes of a daemon that is not root must deny setgroups before their gid map. */
+  denySetgroups?: boolean;
+  /** cgroup.procs files the box's init joins before anything in it runs. */
+  cgroupProcs?: string[];
+  /** The box's disk: a tmpfs mounted by the launcher (as root), with its directories. */
+  disk?: { mount: boolean; dir: string; bytes: number; uid: number; gid: number; layout: { path: string; mode: number }[] };
+  /** The box's user-mode network: pasta, attached to the box's namespaces by pid. */
+  pasta?: { command: string; args: string[] };
+}
+
+/** What a box tells the daemon through the launcher. */
+export interface BoxEvents {
+  message(msg: any, handle?: unknown): void;
+  /** bubblewrap (and so the whole box) exited without being stopped. */
+  exit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void;
+  stderr?(data: Buffer): void;
+  network?(info: { ok: boolean; message?: string }): void;
+}
+
+type BoxMessage =
+  | { type: 'box-started'; box: string; pid: number; childPid: number }
+  | { type: 'box-error'; box: string; message: string }
+  | { type: 'box-msg'; box: string; msg: unknown }
+  | { type: 'box-exit'; box: string; code: number | null; signal: NodeJS.Signals | null; stderr: string }
+  | { type: 'box-stderr'; box: string; data: Uint8Array }
+  | { type: 'box-network'; box: string; ok: boolean; message?: string }
+  | { type: 'box-stopped'; box: string };
+
 type Message =
+  | BoxMessage
   | { id: number; type: 'spawned'; pid: number }
   | { id: number; type: 'error'; message: string; code?: string }
   | { id: number; type: 'data'; fd: number; data: Uint8Array }
@@ -81,6 +122,7 @@ export class ProcessLauncher {
   private helper?: ChildProcess;
   private next = 0;
   private readonly children = new Map<number, Pending>();
+  private readonly boxes = new Map<string, { events: BoxEvents; started?: { resolve: (p: { pid: number; childPid: number }) => void; reject: (e: Error) => void }; stopped?: () => void }>();
   private closed = false;
 
   constructor(private readonly opts: { home: string; log?: (msg: string, extra?: object) => void }) {}
@@ -97,6 +139,40 @@ export class ProcessLauncher {
       helper.send({ id, command, args, env, pipes });
     });
   };
+
+  /**
+   * Starts a box (see launcher.mjs): resolves once its user namespace has its maps and it runs,
+   * with the pid of its bubblewrap (on the host) and of its init; the agent's own 'ready' comes
+   * later as a message.
+   */
+  startBox(id: string, spec: BoxSpec, events: BoxEvents): Promise<{ pid: number; childPid: number }> {
+    if (this.closed) return Promise.reject(new Error('the daemon is stopping'));
+    const helper = this.ensureHelper();
+    return new Promise((resolve, reject) => {
+      this.boxes.set(id, { events, started: { resolve, reject } });
+      helper.send({ type: 'box-start', box: id, spec });
+    });
+  }
+
+  /** A message (and a descriptor) for a box's agent. */
+  sendToBox(id: string, msg: object, handle?: unknown): void {
+    if (!this.boxes.has(id) || !this.helper) return;
+    try {
+      this.helper.send({ type: 'box-send', box: id, msg }, handle as never);
+    } catch {
+      // The launcher is gone: lost() ends the box.
+    }
+  }
+
+  /** Kills a box (everything in it) and its network; its disk is unmounted unless kept for a later save. */
+  stopBox(id: string, keepDisk = false): Promise<void> {
+    const box = this.boxes.get(id);
+    if (!box || !this.helper) return Promise.resolve();
+    return new Promise((resolve) => {
+      box.stopped = resolve;
+      this.helper!.send({ type: 'box-stop', box: id, keepDisk });
+    });
+  }
 
   /** The helper's pid while it runs. */
   get pid(): number | undefined {
@@ -117,7 +193,7 @@ export class ProcessLauncher {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       env: { ...process.env, ...markedEnv(this.opts.home, 'launcher') },
     });
-    helper.on('message', (m: Message) => this.receive(m));
+    helper.on('message', (m: Message, handle: unknown) => this.receive(m, handle));
     helper.once('exit', (code, signal) => this.lost(helper, code, signal));
     // An IPC write to a helper that just died: its 'exit' settles what was pending.
     helper.on('error', () => {});
@@ -125,8 +201,46 @@ export class ProcessLauncher {
     return helper;
   }
 
-  private receive(m: Message): void {
-    const c = this.children.get(m.id);
+  private receiveBox(m: BoxMessage, handle: unknown): void {
+    const box = this.boxes.get(m.box);
+    if (!box) {
+      (handle as { close?: () => void } | undefined)?.close?.();
+      return;
+    }
+    switch (m.type) {
+      case 'box-started':
+        box.started?.resolve({ pid: m.pid, childPid: m.childPid });
+        box.started = undefined;
+        break;
+      case 'box-error':
+        box.started?.reject(new Error(m.message));
+        box.started = undefined;
+        break;
+      case 'box-msg':
+        box.events.message(m.msg, handle);
+        break;
+      case 'box-stderr':
+        box.events.stderr?.(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength));
+        break;
+      case 'box-network':
+        box.events.network?.({ ok: m.ok, message: m.message });
+        break;
+      case 'box-exit':
+        box.started?.reject(new Error(`the box exited at its start (${m.signal ?? m.code}): ${m.stderr.trim()}`));
+        box.started = undefined;
+        this.boxes.delete(m.box);
+        box.events.exit({ code: m.code, signal: m.signal, stderr: m.stderr });
+        break;
+      case 'box-stopped':
+        this.boxes.delete(m.box);
+        box.stopped?.();
+        break;
+    }
+  }
+
+  private receive(m: Message, handle?: unknown): void {
+    if (m.type.startsWith('box-')) return this.receiveBox(m as BoxMessage, handle);
+    const c = this.children.get((m as { id: number }).id);
     if (!c) return;
     switch (m.type) {
       case 'spawned': {
@@ -179,6 +293,13 @@ export class ProcessLauncher {
       for (const s of c.streams.values()) s.end();
       c.exit({ code: null, signal: 'SIGKILL' });
       this.children.delete(id);
+    }
+    // Its boxes died with it (bubblewrap's --die-with-parent).
+    for (const [id, box] of this.boxes) {
+      this.boxes.delete(id);
+      box.started?.reject(new Error('the browser launcher exited'));
+      if (box.stopped) box.stopped();
+      else box.events.exit({ code: null, signal: 'SIGKILL', stderr: 'the launcher exited' });
     }
   }
 }

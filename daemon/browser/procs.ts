@@ -1,4 +1,3 @@
-import { removeSegmentsOf } from './sysv-shm.js';
 import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
@@ -94,8 +93,6 @@ export async function killMarked(home: string, sessionId?: string): Promise<numb
   const pids = await findMarkedProcesses(home, sessionId);
   for (const pid of pids) signal(pid, 'SIGKILL');
   if (pids.length) await waitGone(pids);
-  // What they shared through System V memory (x11vnc with Xvfb) would outlive them.
-  await removeSegmentsOf(pids);
   return pids;
 }
 

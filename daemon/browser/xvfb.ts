@@ -1,13 +1,15 @@
 import type { Readable } from 'node:stream';
-import { runToEnd, spawnHere, type LaunchedChild, type Spawner } from './launcher.js';
-import { killGroup, signal, sleep, within } from './procs.js';
+import type { Box, BoxProcess } from '../box/box.js';
+import { outputOf } from '../box/box-process.js';
+import { sleep, within } from './procs.js';
 
 /** The framebuffer every display gets: the largest supported viewport, so RANDR can resize within it. */
 export const MAX_SCREEN = { width: 2560, height: 1440 };
 
 export interface Display {
-  /** X display number, e.g. 3 for ":3". */
+  /** X display number inside its box, e.g. 0 for ":0". */
   number: number;
+  /** Xvfb's pid in the box. */
   pid: number;
   width: number;
   height: number;
@@ -21,29 +23,27 @@ export interface DisplayRequest {
   width: number;
   height: number;
   env: Record<string, string>;
-  /** Starts this display's processes instead of the allocator's own spawner (a background launch's lowered one). */
-  spawn?: Spawner;
+  /** The session's box: the display is its own, reachable by nothing outside it. */
+  box: Box;
 }
 
+const BINS = { xvfb: 'Xvfb', xrandr: 'xrandr', xprop: 'xprop', wm: 'matchbox-window-manager' };
+
 /**
- * Gives each headful session a display of its own: Xvfb plus a window manager. Xvfb's -displayfd
- * picks a free display number itself, under the X server's own lock files, so concurrent sessions
- * and daemons never race for a number. The window manager (matchbox, no title bar) makes the
- * browser window fill the screen exactly: without one, Chromium shrinks a window that matches
- * the screen by a pixel, and --kiosk cannot go fullscreen.
+ * A headful session's display, inside its box: Xvfb plus a window manager. In its own network
+ * and mount namespaces the X server's sockets (the abstract one included) are the box's alone, so
+ * it needs no cookie: only the session's own programs can connect. The window manager (matchbox,
+ * no title bar) makes the browser window fill the screen exactly: without one, Chromium shrinks a
+ * window that matches the screen by a pixel, and --kiosk cannot go fullscreen.
  */
 export class DisplayAllocator {
-  constructor(
-    /** How Xvfb, the window manager, xrandr and xprop are started: the daemon's launcher, off its event loop. */
-    private readonly spawn: Spawner = spawnHere,
-    private readonly bins = { xvfb: 'Xvfb', xrandr: 'xrandr', xprop: 'xprop', wm: 'matchbox-window-manager' },
-  ) {}
+  constructor(private readonly bins = BINS) {}
 
   async start(req: DisplayRequest): Promise<Display> {
-    const spawn = req.spawn ?? this.spawn;
-    const xvfb = await spawn(
-      this.bins.xvfb,
+    const { box } = req;
+    const xvfb = box.spawn(
       [
+        this.bins.xvfb,
         '-displayfd', '3',
         '-screen', '0', `${MAX_SCREEN.width}x${MAX_SCREEN.height}x24`,
         '-nolisten', 'tcp',
@@ -51,19 +51,19 @@ export class DisplayAllocator {
         // Without it Xvfb resets (dropping our RANDR modes) whenever its last client leaves.
         '-noreset',
       ],
-      req.env,
-      { pipes: [3] },
-    ).catch((err: Error) => {
+      { env: req.env, stdout: false, extraFds: [3] },
+    );
+    await xvfb.started.catch((err: Error) => {
       throw new Error(`display did not start: ${err.message}`);
     });
     const exited = xvfb.exited.then(() => {});
     let stderr = '';
-    xvfb.stderr.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
-    let wm: LaunchedChild | undefined;
+    xvfb.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
+    let wm: BoxProcess | undefined;
     const stopAll = async () => {
-      if (wm) killGroup(wm.pid, 'SIGKILL');
-      signal(xvfb.pid, 'SIGTERM');
-      if (!(await within(2000, exited))) killGroup(xvfb.pid, 'SIGKILL');
+      wm?.kill('SIGKILL');
+      xvfb.kill('SIGTERM', false);
+      if (!(await within(2000, exited))) xvfb.kill('SIGKILL');
       await within(2000, exited);
     };
     try {
@@ -71,12 +71,12 @@ export class DisplayAllocator {
       const env = { ...req.env, DISPLAY: `:${number}` };
       const display: Display = {
         number,
-        pid: xvfb.pid,
+        pid: xvfb.pid!,
         width: req.width,
         height: req.height,
         exited,
         resize: async (width, height) => {
-          await this.setMode(env, width, height);
+          await this.setMode(box, env, width, height);
           display.width = width;
           display.height = height;
         },
@@ -85,9 +85,9 @@ export class DisplayAllocator {
       // The screen has its size before the window manager starts: matchbox reads it once, and a
       // kiosk window made fullscreen by a manager that read the framebuffer's size was 2560 wide.
       await display.resize(req.width, req.height);
-      wm = await spawn(this.bins.wm, ['-use_titlebar', 'no'], env);
-      wm.stderr.resume();
-      await this.windowManagerReady(env);
+      wm = box.spawn([this.bins.wm, '-use_titlebar', 'no'], { env, stdout: false, stderr: false });
+      await wm.started;
+      await this.windowManagerReady(box, env);
       return display;
     } catch (err) {
       await stopAll();
@@ -99,10 +99,10 @@ export class DisplayAllocator {
    * A browser window mapped before the window manager runs stays unmanaged (and a pixel short),
    * so the display is ready only once the manager has announced itself on the root window.
    */
-  private async windowManagerReady(env: Record<string, string>): Promise<void> {
+  private async windowManagerReady(box: Box, env: Record<string, string>): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const r = await runToEnd(this.spawn, this.bins.xprop, ['-root', '_NET_SUPPORTING_WM_CHECK'], env);
+      const r = await outputOf(box.spawn([this.bins.xprop, '-root', '_NET_SUPPORTING_WM_CHECK'], { env }));
       if (/window id/.test(String(r.stdout))) return;
       await sleep(10);
     }
@@ -110,13 +110,16 @@ export class DisplayAllocator {
   }
 
   /** RANDR: define the mode once (re-defining fails harmlessly), add it to the output, switch to it. */
-  private async setMode(env: Record<string, string>, width: number, height: number): Promise<void> {
+  private async setMode(box: Box, env: Record<string, string>, width: number, height: number): Promise<void> {
     const name = `${width}x${height}`;
-    const xrandr = (args: string[]) => runToEnd(this.spawn, this.bins.xrandr, args, env);
+    const xrandr = async (args: string[]) => {
+      const r = await outputOf(box.spawn([this.bins.xrandr, ...args], { env }));
+      return { exitCode: r.code, stderr: r.stderr.toString() };
+    };
     await xrandr(['--newmode', name, '60', `${width}`, `${width}`, `${width}`, `${width}`, `${height}`, `${height}`, `${height}`, `${height}`]);
     await xrandr(['--addmode', 'screen', name]);
     const r = await xrandr(['--output', 'screen', '--mode', name]);
-    if (r.exitCode !== 0) throw new Error(`xrandr could not set ${name}: ${String(r.stderr).trim()}`);
+    if (r.exitCode !== 0) throw new Error(`xrandr could not set ${name}: ${r.stderr.trim()}`);
   }
 }
 

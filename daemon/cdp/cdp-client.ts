@@ -1,4 +1,5 @@
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
+import { openDevTools, type DevToolsEndpoint } from '../browser/chromium.js';
 
 type Handler = (params: any, sessionId: string | undefined) => void;
 
@@ -25,13 +26,8 @@ export class CdpClient {
     ws.on('error', (err) => this.fail(err));
   }
 
-  static async connect(wsUrl: string): Promise<CdpClient> {
-    const ws = new WebSocket(wsUrl, { perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 });
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-    return new CdpClient(ws);
+  static async connect(browser: DevToolsEndpoint): Promise<CdpClient> {
+    return new CdpClient(await openDevTools(browser, { maxPayload: 256 * 1024 * 1024 }));
   }
 
   get closed(): boolean {

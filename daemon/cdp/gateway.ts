@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { Writable } from 'node:stream';
 import * as ws from 'ws';
 import { BadRequestError } from '../../src/errors.js';
-import { exchange } from '../../src/http-exchange.js';
+import { devToolsGet, type DevToolsEndpoint } from '../browser/chromium.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -48,7 +48,7 @@ export class CdpGateway {
   /** Chrome's /json/version, pointing webSocketDebuggerUrl at this gateway. */
   async version(jwt: string | undefined, publicWsUrl: string): Promise<Record<string, string>> {
     const session = await this.sessionFor(jwt);
-    const res = await exchange(new URL('/json/version', session.chromium.httpOrigin), { method: 'GET', headers: {} });
+    const res = await devToolsGet(session.chromium, '/json/version');
     if (res.status !== 200) throw new Error(`Chromium's /json/version answered ${res.status}`);
     const body = JSON.parse(res.body.toString()) as Record<string, string>;
     return { ...body, webSocketDebuggerUrl: `${publicWsUrl}${CDP_PATH}?jwt=${jwt}` };
@@ -61,7 +61,7 @@ export class CdpGateway {
     if (req.headers['sec-websocket-version'] !== '13' || typeof key !== 'string' || !/^[A-Za-z0-9+/]{22}==$/.test(key)) {
       throw new BadRequestError('not a websocket handshake (Sec-WebSocket-Key and Sec-WebSocket-Version: 13 are required)');
     }
-    const { upstream, accept, upstreamHead } = await openUpstream(session.chromium.wsUrl, key);
+    const { upstream, accept, upstreamHead } = await openUpstream(session.chromium, key);
     if (socket.destroyed) return void upstream.destroy();
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
     if (upstreamHead.length) socket.write(upstreamHead);
@@ -171,14 +171,19 @@ function browserClose(data: Buffer): { id: number; sessionId?: string } | undefi
   }
 }
 
-/** Opens Chromium's browser websocket with the client's own key, so Chromium's accept value is the client's. */
-function openUpstream(wsUrl: string, key: string): Promise<{ upstream: Socket; accept: string; upstreamHead: Buffer }> {
-  const target = new URL(wsUrl);
+/**
+ * Opens Chromium's browser websocket with the client's own key, so Chromium's accept value is the
+ * client's, over a socket the session's box connected (its DevTools port is on the box's loopback).
+ */
+async function openUpstream(browser: DevToolsEndpoint, key: string): Promise<{ upstream: Socket; accept: string; upstreamHead: Buffer }> {
+  const target = new URL(browser.wsUrl);
+  const socket = await browser.connect();
   return new Promise((resolve, reject) => {
     const req = httpRequest({
       host: target.hostname,
       port: target.port,
       path: target.pathname,
+      createConnection: () => socket as Socket,
       headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13' },
     });
     req.once('upgrade', (res, upstream, upstreamHead) => {

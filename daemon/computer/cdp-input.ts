@@ -32,7 +32,7 @@ export class CdpInput implements InputBackend {
 
   async perform(session: LiveSession, ops: readonly Op[]): Promise<void> {
     const state = this.state(session);
-    await withActivePage(session.chromium.wsUrl, async (send) => {
+    await withActivePage(session.chromium, async (send) => {
       try {
         for (const op of ops) await this.step(send, state, op);
       } catch (err) {
@@ -144,7 +144,7 @@ export class CdpInput implements InputBackend {
   }
 
   async screenshot(session: LiveSession, rect: Rect): Promise<Buffer> {
-    const { data } = await withActivePage(session.chromium.wsUrl, (send) =>
+    const { data } = await withActivePage(session.chromium, (send) =>
       send('Page.captureScreenshot', { format: 'png', clip: { ...rect, scale: 1 } }),
     );
     return Buffer.from(data as string, 'base64');

@@ -1,5 +1,5 @@
 import { ApiError, ServiceUnavailableError } from '../../src/errors.js';
-import { cdpCommands } from '../browser/chromium.js';
+import { cdpCommands, type DevToolsEndpoint } from '../browser/chromium.js';
 
 /**
  * The session's clipboard is its browser's (on X11 the CLIPBOARD selection, headless Chromium's
@@ -8,18 +8,18 @@ import { cdpCommands } from '../browser/chromium.js';
  * and focus it needs touch none of the user's pages), on chrome://version (a secure context,
  * which about:blank is not), and gone when the call returns. The same for headful and headless.
  */
-async function withClipboardPage<T>(wsUrl: string, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
+async function withClipboardPage<T>(browser: DevToolsEndpoint, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
   try {
-    return await clipboardPage(wsUrl, run);
+    return await clipboardPage(browser, run);
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new ServiceUnavailableError(`the browser's clipboard could not be reached (${err instanceof Error ? err.message : String(err)})`);
   }
 }
 
-async function clipboardPage<T>(wsUrl: string, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
+async function clipboardPage<T>(browser: DevToolsEndpoint, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
   let result!: T;
-  await cdpCommands(wsUrl, async (send) => {
+  await cdpCommands(browser, async (send) => {
     const { browserContextId } = await send('Target.createBrowserContext', { disposeOnDetach: true });
     try {
       const { targetId } = await send('Target.createTarget', { url: 'chrome://version', browserContextId, background: true, hidden: true });
@@ -40,10 +40,10 @@ async function clipboardPage<T>(wsUrl: string, run: (evaluate: (expression: stri
 }
 
 /** The clipboard's text ('' when it holds none). */
-export function readClipboard(wsUrl: string): Promise<string> {
-  return withClipboardPage(wsUrl, async (evaluate) => String((await evaluate('navigator.clipboard.readText()')) ?? ''));
+export function readClipboard(browser: DevToolsEndpoint): Promise<string> {
+  return withClipboardPage(browser, async (evaluate) => String((await evaluate('navigator.clipboard.readText()')) ?? ''));
 }
 
-export function writeClipboard(wsUrl: string, text: string): Promise<void> {
-  return withClipboardPage(wsUrl, async (evaluate) => void (await evaluate(`navigator.clipboard.writeText(${JSON.stringify(text)})`)));
+export function writeClipboard(browser: DevToolsEndpoint, text: string): Promise<void> {
+  return withClipboardPage(browser, async (evaluate) => void (await evaluate(`navigator.clipboard.writeText(${JSON.stringify(text)})`)));
 }

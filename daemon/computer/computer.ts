@@ -5,8 +5,7 @@ import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { OrgRecord } from '../auth.js';
 import { actionOps, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
-import type { ResultPromise } from 'execa';
-import { killGroup } from '../browser/procs.js';
+import type { BoxProcess } from '../box/box.js';
 import type { InputBackend } from './backend.js';
 import { readClipboard, writeClipboard } from './clipboard.js';
 import { CdpInput } from './cdp-input.js';
@@ -20,7 +19,7 @@ export class ComputerControl {
   private readonly xdotool = new XdotoolInput();
   private readonly cdp = new CdpInput();
   /** The running cursor hider of each headful session that hid its cursor. */
-  private readonly cursorHiders = new Map<string, ResultPromise>();
+  private readonly cursorHiders = new Map<string, BoxProcess>();
 
   constructor(private readonly sessions: SessionManager) {}
 
@@ -120,20 +119,20 @@ export class ComputerControl {
     if (hidden && !running) {
       const hider = session.processes.helper(['unclutter', '--timeout', '0', '--jitter', '9000000', '--start-hidden']);
       this.cursorHiders.set(session.id, hider);
-      void hider.finally(() => this.cursorHiders.delete(session.id));
+      void hider.exited.then(() => this.cursorHiders.delete(session.id));
     } else if (!hidden && running) {
-      killGroup(running.pid!, 'SIGKILL');
+      running.kill('SIGKILL');
       this.cursorHiders.delete(session.id);
     }
   }
 
   readClipboard(org: OrgRecord, id: string): Promise<{ text: string }> {
-    return this.sessions.withSession(org, id, async (session) => ({ text: await readClipboard(session.chromium.wsUrl) }));
+    return this.sessions.withSession(org, id, async (session) => ({ text: await readClipboard(session.chromium) }));
   }
 
   /** Under the input lock: a paste queued after the write pastes what was written. */
   writeClipboard(org: OrgRecord, id: string, text: string): Promise<void> {
-    return this.sessions.withSession(org, id, (session) => this.locks.run(session.id, () => writeClipboard(session.chromium.wsUrl, text)));
+    return this.sessions.withSession(org, id, (session) => this.locks.run(session.id, () => writeClipboard(session.chromium, text)));
   }
 
   /** Not input, so it does not wait for the lock: a screenshot mid-drag shows the drag. */

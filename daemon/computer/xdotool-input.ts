@@ -1,4 +1,5 @@
-import { execa } from 'execa';
+import { outputOf } from '../box/box-process.js';
+import { boxEnv } from '../process/box-env.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import { textRuns, type InputBackend } from './backend.js';
 import { CdpInput } from './cdp-input.js';
@@ -42,8 +43,17 @@ function xdoArgs(op: Exclude<Op, { op: 'type' }>): string[] {
 export class XdotoolInput implements InputBackend {
   private readonly cdp = new CdpInput();
 
-  private async xdotool(session: LiveSession, args: string[], timeoutMs = 10_000) {
-    return execa('xdotool', args, { env: { DISPLAY: `:${session.display!.number}` }, timeout: timeoutMs });
+  /** xdotool inside the session's box, on its display; a failure (or timeoutMs) is thrown. */
+  private async xdotool(session: LiveSession, args: string[], timeoutMs = 10_000): Promise<{ stdout: string }> {
+    const child = session.box.spawn(['xdotool', ...args], { env: boxEnv(session.display!.number) });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    try {
+      const r = await outputOf(child);
+      if (r.code !== 0) throw new Error(`xdotool ${args[0]} failed (${r.signal ?? r.code}): ${r.stderr.toString().trim()}`);
+      return { stdout: r.stdout.toString() };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async perform(session: LiveSession, ops: readonly Op[]): Promise<void> {
@@ -77,7 +87,7 @@ export class XdotoolInput implements InputBackend {
       if (run.ascii) {
         await this.xdotool(session, ['type', '--delay', String(delayMs), '--', run.text], run.text.length * delayMs + 10_000);
       } else {
-        await withActivePage(session.chromium.wsUrl, (send) => this.cdp.typeText(send, run.text, delayMs));
+        await withActivePage(session.chromium, (send) => this.cdp.typeText(send, run.text, delayMs));
       }
     }
   }
@@ -92,12 +102,13 @@ export class XdotoolInput implements InputBackend {
 
   /** The X screen itself (not the page): what a live-view viewer sees, as maim captures it. */
   async screenshot(session: LiveSession, rect: Rect): Promise<Buffer> {
-    const r = await execa('maim', ['--hidecursor', '--format', 'png', '--geometry', `${rect.width}x${rect.height}+${rect.x}+${rect.y}`], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', DISPLAY: `:${session.display!.number}` },
-      extendEnv: false,
-      encoding: 'buffer',
-      stripFinalNewline: false,
-    });
-    return Buffer.from(r.stdout as Uint8Array);
+    const r = await outputOf(
+      session.box.spawn(['maim', '--hidecursor', '--format', 'png', '--geometry', `${rect.width}x${rect.height}+${rect.x}+${rect.y}`], {
+        env: boxEnv(session.display!.number),
+      }),
+      64 * 1024 * 1024,
+    );
+    if (r.code !== 0) throw new Error(`maim failed (${r.signal ?? r.code}): ${r.stderr.toString().trim()}`);
+    return r.stdout;
   }
 }

@@ -1,5 +1,6 @@
 import { ApiError, BadRequestError, ServiceUnavailableError } from '../../src/errors.js';
 import { within } from '../browser/procs.js';
+import type { DevToolsEndpoint } from '../browser/chromium.js';
 import { CdpClient } from '../cdp/cdp-client.js';
 
 /** The largest response body a curl answers (413 beyond). */
@@ -65,7 +66,7 @@ interface CurlPage {
  * reused; a restarted browser gets a new connection.
  */
 export class BrowserCurl {
-  private cdp?: { wsUrl: string; client: Promise<CdpClient> };
+  private cdp?: { browser: DevToolsEndpoint; client: Promise<CdpClient> };
   private readonly idle: CurlPage[] = [];
   private readonly pages = new Map<string, CurlPage>();
   /** Requests waiting for a page, woken when one is given back or closed. */
@@ -73,8 +74,8 @@ export class BrowserCurl {
   private creating = 0;
   private closed = false;
 
-  /** wsUrl: the browser's own CDP endpoint now (it changes when the browser restarts in place). */
-  constructor(private readonly wsUrl: () => string) {}
+  /** The browser's own CDP endpoint now (it changes when the browser restarts in place). */
+  constructor(private readonly browser: () => DevToolsEndpoint) {}
 
   async request(req: CurlRequest): Promise<CurlResponse> {
     const started = Date.now();
@@ -100,19 +101,19 @@ export class BrowserCurl {
   }
 
   private async connection(): Promise<CdpClient> {
-    const wsUrl = this.wsUrl();
-    const current = this.cdp && this.cdp.wsUrl === wsUrl ? await this.cdp.client.catch(() => undefined) : undefined;
+    const browser = this.browser();
+    const current = this.cdp && this.cdp.browser === browser ? await this.cdp.client.catch(() => undefined) : undefined;
     if (current && !current.closed) return current;
     if (this.closed) throw new ServiceUnavailableError('the session is ending');
     // A new browser (or a lost connection): its pages are gone with the old one.
     this.idle.length = 0;
     this.pages.clear();
-    const client = CdpClient.connect(wsUrl).then((c) => {
+    const client = CdpClient.connect(browser).then((c) => {
       c.on('Fetch.requestPaused', (p: RequestPaused, sessionId) => sessionId && this.pages.get(sessionId)?.job?.paused(p));
       c.on('Network.loadingFailed', (p: { requestId: string; errorText: string }, sessionId) => sessionId && this.pages.get(sessionId)?.job?.failed(p.requestId, p.errorText));
       return c;
     });
-    this.cdp = { wsUrl, client };
+    this.cdp = { browser, client };
     return client;
   }
 

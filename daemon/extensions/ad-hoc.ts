@@ -8,13 +8,11 @@ import { removeTree } from '../fs-util.js';
 import { formEntry, type FormPart } from '../http/form-entries.js';
 import type { FeatureLaunch } from '../sessions/features.js';
 import type { LiveSession } from '../sessions/live-session.js';
-import { MAX_UPLOAD_BYTES, UNZIP_LIMITS } from './extensions.js';
+import { MAX_UPLOAD_BYTES, SESSION_EXTENSIONS_DIR, UNZIP_LIMITS } from './extensions.js';
 import { extensionsLaunch } from './loaded.js';
 import { readManifest, type FoundManifest } from './manifest.js';
 
 const MAX_EXTENSIONS = 20;
-/** Where a session's own extensions go, as the session sees it. */
-const EXTENSIONS_DIR = '/home/kernel/extensions';
 /** A name becomes a directory in the session: /home/kernel/extensions/<name>. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/;
 
@@ -83,13 +81,11 @@ export async function receiveSessionExtensions(
       load: async () => {
         const toLoad = [];
         for (const [name, index] of byName) {
-          const dest = `${EXTENSIONS_DIR}/${name}`;
+          const dest = `${SESSION_EXTENSIONS_DIR}/${name}`;
           await session.files.deleteDirectory(dest);
           await session.files.unpack(dest, await tarOf(roots.get(index)!.root));
           const manifestVersion = roots.get(index)!.manifest.manifest_version;
-          // As Chromium sees it (the same path in the namespace; the host's without one).
-          const path = session.insidePath(join(session.dirs.home, 'extensions', name));
-          toLoad.push({ path, field: `extensions.${index}`, label: `extension "${name}"`, manifestVersion });
+          toLoad.push({ path: dest, field: `extensions.${index}`, label: `extension "${name}"`, manifestVersion });
         }
         return [extensionsLaunch(toLoad, log)];
       },

@@ -1,5 +1,5 @@
-import { constants, readdirSync, rmSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, open, rename } from 'node:fs/promises';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { mkdir, mkdtemp, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Multipart } from '@fastify/multipart';
@@ -16,6 +16,11 @@ import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import type { OrgRecord } from '../auth.js';
 import type { Store } from '../store.js';
+import { BOX_USER } from '../box/box-spec.js';
+
+/** Where a session's extensions are, inside its box: <dir>/<extension id or name>. */
+export const SESSION_EXTENSIONS_DIR = `${BOX_USER.home}/extensions`;
+import { tarOf } from '../archive/tar-stream.js';
 import { extensionsLaunch } from './loaded.js';
 import { defaultName, readManifest } from './manifest.js';
 
@@ -175,20 +180,15 @@ export class Extensions implements SessionFeature {
   async launch(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
     const selected = this.selected(ctx.org, ctx.body.extensions ?? []);
     if (selected.length === 0) return undefined;
-    const base = join(ctx.dirs.home, 'extensions');
-    const loaded = await Promise.all(
-      selected.map(async ({ record, index }) => {
-        const copy = join(base, record.id);
-        // Reflinked where the filesystem can, copied otherwise: never hard links the session could write through.
-        await cp(join(this.extensionDir(record.id), UNPACKED), copy, { recursive: true, mode: constants.COPYFILE_FICLONE }).catch(
-          (err: NodeJS.ErrnoException) => {
-            if (err.code === 'ENOENT') throw new NotFoundError(`extensions.${index}: extension ${label(record)} was deleted`);
-            throw err;
-          },
-        );
-        return { record, index, path: ctx.insidePath(copy) };
-      }),
-    );
+    const loaded = [];
+    for (const { record, index } of selected) {
+      const source = join(this.extensionDir(record.id), UNPACKED);
+      if (!existsSync(source)) throw new NotFoundError(`extensions.${index}: extension ${label(record)} was deleted`);
+      // A copy in the session's box, written there as its user.
+      const path = `${SESSION_EXTENSIONS_DIR}/${record.id}`;
+      await ctx.files.unpack(path, await tarOf(source));
+      loaded.push({ record, index, path });
+    }
     const now = new Date().toISOString();
     await this.deps.store.update(() => selected.forEach(({ record }) => void (record.last_used_at = now)));
     return extensionsLaunch(

@@ -1,7 +1,7 @@
 import { normalize } from 'node:path';
 import { BadRequestError } from '../../src/errors.js';
 import type { FeatureLaunch } from '../sessions/features.js';
-import { cdpCommands } from '../browser/chromium.js';
+import { cdpCommands, type DevToolsEndpoint } from '../browser/chromium.js';
 import { sleep } from '../browser/procs.js';
 
 /**
@@ -10,10 +10,10 @@ import { sleep } from '../browser/procs.js';
  * a display), so CDP's Extensions.getExtensions is asked until every path is there. Resolves
  * null when this Chromium lacks the command and nothing can be told.
  */
-export async function unloadedExtensions(wsUrl: string, expected: string[], timeoutMs: number): Promise<string[] | null> {
+export async function unloadedExtensions(browser: DevToolsEndpoint, expected: string[], timeoutMs: number): Promise<string[] | null> {
   const want = new Set(expected.map((p) => normalize(p)));
   let missing: string[] | null = [...want];
-  await cdpCommands(wsUrl, async (send) => {
+  await cdpCommands(browser, async (send) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       let loaded: { path: string }[];
@@ -57,8 +57,8 @@ export function extensionsLaunch(extensions: ExtensionToLoad[], log: (msg: strin
       // Branded Chrome builds ignore --load-extension unless this feature is off; Chromium honours it either way.
       '--disable-features=DisableLoadExtensionCommandLineSwitch',
     ],
-    started: async ({ wsUrl }) => {
-      const missing = await unloadedExtensions(wsUrl, extensions.map((e) => e.path), LOAD_TIMEOUT_MS);
+    started: async ({ browser }) => {
+      const missing = await unloadedExtensions(browser, extensions.map((e) => e.path), LOAD_TIMEOUT_MS);
       if (missing === null) log('cannot tell which extensions Chromium loaded (no Extensions.getExtensions)');
       const failed = extensions.filter((e) => missing?.includes(e.path));
       if (failed.length === 0) return;

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { realpath } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
-import { execa, type ResultPromise } from 'execa';
+import { PassThrough, type Readable } from 'node:stream';
 import { ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { sleep } from '../browser/procs.js';
-import { hostTwin, writableRoots, type Sandbox, type SessionRoots } from '../sandbox/sandbox.js';
+import type { Box, BoxProcess } from '../box/box.js';
+import { outputOf } from '../box/box-process.js';
 import { isSessionRoot } from './paths.js';
 
 export interface FileInfo {
@@ -32,91 +31,56 @@ function toApiError(stderr: string, path: string): ApiError {
 }
 
 /**
- * Filesystem operations of one session, each run as a coreutils command inside the session's
- * mount namespace: paths mean what they mean to the browser, and a symlink the page planted
- * resolves inside the sandbox (where the host is read-only and other sessions are hidden), so no
- * check-then-use race can reach outside. Without bubblewrap, paths are mapped onto the session's
- * directories and every resolved path is checked to stay inside them.
+ * Filesystem operations of one box (a session's), each run as a coreutils command inside it, as
+ * its user: paths mean what they mean to the browser, and a symlink the page planted resolves
+ * inside the box, where the host is an allow-list of read-only system files and the only writable
+ * places are the box's own disk. The daemon never opens a path of the session's on the host.
  */
 export class FileOps {
-  constructor(
-    private readonly sandbox: Sandbox,
-    private readonly roots: SessionRoots,
-    private readonly env: Record<string, string>,
-  ) {}
+  constructor(private readonly box: Box) {}
 
-  /** Runs a command in the session; stdin and stdout may be streamed by the caller. */
-  private spawn(cmd: string[], opts: { stdin?: 'pipe'; buffer?: boolean } = {}): ResultPromise {
-    const [bin, ...args] = [...this.sandbox.wrap(this.roots), ...cmd];
-    return execa(bin!, args, {
-      env: { ...this.env, LC_ALL: 'C' },
-      extendEnv: false,
-      reject: false,
-      stdin: opts.stdin ?? 'ignore',
-      buffer: opts.buffer ?? true,
-      encoding: 'buffer',
-      stripFinalNewline: false,
-    });
+  /** Runs a command in the box; stdin and stdout may be streamed by the caller. */
+  private spawn(cmd: string[], opts: { stdin?: 'pipe' } = {}): BoxProcess {
+    return this.box.spawn(cmd, { env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' }, cwd: '/', ...(opts.stdin ? { stdin: 'pipe' } : {}) });
   }
 
   private async run(cmd: string[], path: string): Promise<Buffer> {
-    return this.outcome(await this.spawn(cmd), path);
+    return this.outcome(await outputOf(this.spawn(cmd)), path);
   }
 
-  private outcome(r: { exitCode?: number; stdout: unknown; stderr: unknown }, path: string): Buffer {
-    if (r.exitCode !== 0) throw toApiError(Buffer.from(r.stderr as Uint8Array).toString(), path);
-    return Buffer.from(r.stdout as Uint8Array);
-  }
-
-  /** The path to hand a command: the same path in the sandbox, or its host twin (checked) without one. */
-  private async target(path: string): Promise<string> {
-    if (this.sandbox.enabled) return path;
-    const host = hostTwin(this.roots, path);
-    if (!host) throw new ForbiddenError(`${path}: only /home/kernel and /tmp are reachable in this session`);
-    // The deepest existing ancestor must resolve inside the session (no symlink out).
-    let probe = host;
-    for (;;) {
-      const real = await realpath(probe).catch(() => null);
-      if (real !== null) {
-        const inside = writableRoots(this.roots).some((r) => real === r.host || real.startsWith(`${r.host}/`));
-        if (!inside) throw new ForbiddenError(`${path}: resolves outside the session`);
-        return host;
-      }
-      const parent = probe.slice(0, probe.lastIndexOf('/'));
-      if (!parent || parent === probe) return host;
-      probe = parent;
-    }
+  private outcome(r: { code: number | null; stdout: Buffer; stderr: Buffer }, path: string): Buffer {
+    if (r.code !== 0) throw toApiError(r.stderr.toString(), path);
+    return r.stdout;
   }
 
   async createDirectory(path: string, mode = '755'): Promise<void> {
-    await this.run(['mkdir', '-p', '-m', mode, '--', await this.target(path)], path);
+    await this.run(['mkdir', '-p', '-m', mode, '--', path], path);
   }
 
   /** Recursive; succeeds when the path is missing; removes a plain file too. */
   async deleteDirectory(path: string): Promise<void> {
     if (isSessionRoot(path)) throw BadRequestError.field('path', `${path} is a root of the session and cannot be removed`);
-    await this.run(['rm', '-rf', '--', await this.target(path)], path);
+    await this.run(['rm', '-rf', '--', path], path);
   }
 
   async deleteFile(path: string): Promise<void> {
-    await this.run(['rm', '--', await this.target(path)], path);
+    await this.run(['rm', '--', path], path);
   }
 
   /** mode is required; owner and group are applied best-effort (by name or numeric id). */
   async setPermissions(path: string, mode: string, owner?: string, group?: string): Promise<void> {
-    const target = await this.target(path);
-    await this.run(['chmod', mode, '--', target], path);
-    if (owner || group) await this.spawn(['chown', `${owner ?? ''}${group ? `:${group}` : ''}`, '--', target]);
+    await this.run(['chmod', mode, '--', path], path);
+    if (owner || group) await outputOf(this.spawn(['chown', `${owner ?? ''}${group ? `:${group}` : ''}`, '--', path]));
   }
 
   async move(src: string, dest: string): Promise<void> {
     if (isSessionRoot(src)) throw BadRequestError.field('src_path', `${src} is a root of the session and cannot be moved`);
-    await this.run(['mv', '-T', '--', await this.target(src), await this.target(dest)], src);
+    await this.run(['mv', '-T', '--', src, dest], src);
   }
 
   async info(path: string): Promise<FileInfo> {
-    // -L: a link is described by what it points to (inside the sandbox, so never outside the session).
-    const out = await this.run(['stat', '-L', '--printf', '%F\\0%s\\0%a\\0%Y\\0', '--', await this.target(path)], path);
+    // -L: a link is described by what it points to (inside the box, so never outside the session).
+    const out = await this.run(['stat', '-L', '--printf', '%F\\0%s\\0%a\\0%Y\\0', '--', path], path);
     const [type, size, mode, mtime] = out.toString().split('\0');
     return {
       name: path === '/' ? '/' : path.slice(path.lastIndexOf('/') + 1),
@@ -134,7 +98,7 @@ export class FileOps {
     const out = await this.run(
       // The browser makes and removes files in /tmp all the time: one gone between find's readdir
       // and its stat is left out, not an error of the whole listing.
-      ['find', await this.target(path), '-ignore_readdir_race', '-mindepth', '1', '-maxdepth', '1', '-printf', '%f\\0%y\\0%s\\0%m\\0%T@\\0'],
+      ['find', path, '-ignore_readdir_race', '-mindepth', '1', '-maxdepth', '1', '-printf', '%f\\0%y\\0%s\\0%m\\0%T@\\0'],
       path,
     );
     const fields = out.toString().split('\0');
@@ -153,23 +117,62 @@ export class FileOps {
     return items.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  /** A stream of the file's bytes; a missing file or a directory is refused before any byte is sent. */
+  /**
+   * A stream of the file's bytes; a missing, unreadable or directory path is refused before any
+   * byte is sent: the file is opened first (its first byte read), and only then is the answer's
+   * head written, so a read that cannot start is an error, never a 200 followed by nothing.
+   */
   async read(path: string): Promise<{ stream: Readable; size: number }> {
     const info = await this.info(path);
     if (info.is_dir) throw BadRequestError.field('path', `${path} is a directory`);
-    const child = this.spawn(['cat', '--', await this.target(path)], { buffer: false });
-    void child.catch(() => {}); // its outcome shows in the stream; nobody awaits the process
-    return { stream: child.stdout!, size: info.size_bytes };
+    const child = this.spawn(['cat', '--', path]);
+    return { stream: await streamOrError(child, path), size: info.size_bytes };
   }
 
-  /** A zip of the directory's contents, streamed as zip(1) writes it inside the session. */
+  /**
+   * A zip of the directory's contents, made inside the box (links stored as links) into a file of
+   * its own /tmp first, so a zip that cannot be completed (an unreadable file, a full disk) is an
+   * error, never a truncated 200; then streamed and removed.
+   */
   async zipDirectory(path: string): Promise<Readable> {
     const info = await this.info(path);
     if (!info.is_dir) throw BadRequestError.field('path', `${path} is not a directory`);
-    const dir = await this.target(path);
-    const child = this.spawn(['sh', '-c', 'cd "$1" && exec zip -q -r -y - .', 'download_dir_zip', dir], { buffer: false });
-    void child.catch(() => {}); // its outcome shows in the stream; nobody awaits the process
-    return child.stdout!;
+    const temp = `/tmp/.rbrowse-zip-${randomBytes(6).toString('hex')}.zip`;
+    const made = await outputOf(this.spawn(['sh', '-c', 'cd "$1" && exec zip -q -r -y "$2" .', 'download_dir_zip', path, temp]));
+    if (made.code !== 0) {
+      await outputOf(this.spawn(['rm', '-f', '--', temp]));
+      const why = made.stderr.toString().trim().split('\n').pop() ?? '';
+      if (/Permission denied|not readable|Operation not permitted/i.test(why)) throw new ForbiddenError(`${path}: some of it is not readable in this session (${why})`);
+      if (/No space left|Disk quota/i.test(why)) throw new ServiceUnavailableError(`${path}: no space left on the session's disk for the zip`);
+      // zip says "zip error: Nothing to do!" for an empty directory: an empty zip is the answer.
+      if (made.code === 12) return emptyZip();
+      throw new BadRequestError(`${path}: the zip could not be made (${why || `exit ${made.code}`})`);
+    }
+    const child = this.spawn(['sh', '-c', 'exec cat -- "$1" && rm -f -- "$1"', 'download_dir_zip', temp]);
+    return streamOrError(child, path);
+  }
+
+  /**
+   * Unpacks a tar stream into a directory (created if missing), inside the box as its user:
+   * whatever a symlink at the destination points to, the writes stay the box's.
+   */
+  async unpack(dir: string, tarStream: Readable): Promise<void> {
+    const child = this.spawn(['sh', '-c', 'mkdir -p -- "$1" && exec tar -x --no-same-owner --no-same-permissions -C "$1" -f -', 'upload_zip', dir], { stdin: 'pipe' });
+    child.stdin!.on('error', () => tarStream.unpipe(child.stdin!));
+    tarStream.pipe(child.stdin!);
+    this.outcome(await outputOf(child), dir);
+  }
+
+  /** A tar stream of what a command inside the box packs (a profile's user data), or an error once it failed. */
+  pack(script: string, args: string[]): { stream: Readable; done: Promise<void> } {
+    const child = this.spawn(['sh', '-c', script, 'pack', ...args]);
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    const done = child.exited.then((exit) => {
+      if (exit.code !== 0) throw new Error(`packing failed (${exit.signal ?? exit.code}): ${stderr.trim()}`);
+    });
+    done.catch(() => {});
+    return { stream: child.stdout!, done };
   }
 
   /**
@@ -179,40 +182,31 @@ export class FileOps {
    * removed; when the write fails, the rest of the body is still read, so the client gets the
    * error answer instead of a connection cut mid-body.
    */
-  /**
-   * Unpacks a tar stream into a directory (created if missing), inside the session's namespace as
-   * its user: whatever a symlink at the destination points to, the writes stay the session's.
-   */
-  async unpack(dir: string, tarStream: Readable): Promise<void> {
-    const target = await this.target(dir);
-    const child = this.spawn(['sh', '-c', 'mkdir -p -- "$1" && exec tar -x --no-same-owner --no-same-permissions -C "$1" -f -', 'upload_zip', target], { stdin: 'pipe' });
-    child.stdin!.on('error', () => tarStream.unpipe(child.stdin!));
-    tarStream.pipe(child.stdin!);
-    this.outcome(await child, dir);
-  }
-
   async write(path: string, input: Readable, mode?: string): Promise<void> {
     let temp: string | undefined;
     try {
-      const target = await this.target(path);
-      temp = `${target.slice(0, target.lastIndexOf('/') + 1)}.rbrowse-write-${randomBytes(6).toString('hex')}`;
-      const child = this.spawn(['sh', '-c', 'cat > "$1" && { chmod --reference="$2" "$1" 2>/dev/null; true; }', 'write_file', temp, target], { stdin: 'pipe' });
-      // The upload is piped by hand, not handed to execa, so a failed write never destroys it.
+      temp = `${path.slice(0, path.lastIndexOf('/') + 1)}.rbrowse-write-${randomBytes(6).toString('hex')}`;
+      const child = this.spawn(['sh', '-c', 'cat > "$1" && { chmod --reference="$2" "$1" 2>/dev/null; true; }', 'write_file', temp, path], { stdin: 'pipe' });
+      // The upload is piped by hand, so a failed write never destroys it.
       child.stdin!.on('error', () => input.unpipe(child.stdin!));
+      let cut = false;
       const cutOff = () => {
-        if (!input.readableEnded) child.kill('SIGKILL');
+        if (!input.readableEnded) {
+          cut = true;
+          child.kill('SIGKILL');
+        }
       };
       input.once('error', cutOff).once('close', cutOff);
       input.pipe(child.stdin!);
-      const done = await child;
+      const done = await outputOf(child);
       input.off('error', cutOff).off('close', cutOff);
-      if (done.isTerminated) throw new BadRequestError(`${path}: the upload ended before its last byte; nothing was written`);
+      if (cut) throw new BadRequestError(`${path}: the upload ended before its last byte; nothing was written`);
       this.outcome(done, path);
       if (mode) await this.run(['chmod', mode, '--', temp], path);
-      await this.run(['mv', '-f', '-T', '--', temp, target], path);
+      await this.run(['mv', '-f', '-T', '--', temp, path], path);
       temp = undefined;
     } catch (err) {
-      if (temp) await this.spawn(['rm', '-f', '--', temp]).catch(() => {});
+      if (temp) await outputOf(this.spawn(['rm', '-f', '--', temp])).catch(() => {});
       if (!input.readableEnded && !input.destroyed) {
         input.resume();
         await Promise.race([once(input, 'end'), once(input, 'close'), sleep(30_000)]).catch(() => {});
@@ -220,4 +214,44 @@ export class FileOps {
       throw err;
     }
   }
+}
+
+/** The zip of an empty directory (zip(1) makes none: "nothing to do"). */
+async function emptyZip(): Promise<Readable> {
+  const mod = (await import('archiver')) as unknown as { default: (format: string) => import('archiver').Archiver };
+  const zip = mod.default('zip');
+  void zip.finalize();
+  return zip;
+}
+
+/**
+ * The output of a reader (cat) once its first bytes, or its end, have come: a reader that fails
+ * before writing anything (permission denied) is the caller's error, raised before any answer
+ * is sent; one that fails later ends the stream with an error, so the answer is cut, not complete.
+ */
+async function streamOrError(child: BoxProcess, path: string): Promise<Readable> {
+  const out = new PassThrough();
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const first = new Promise<'data' | 'end'>((resolve) => {
+    child.stdout!.once('data', (chunk: Buffer) => {
+      out.write(chunk);
+      resolve('data');
+    });
+    child.stdout!.once('end', () => resolve('end'));
+  });
+  const how = await first;
+  const exit = child.exited;
+  if (how === 'end') {
+    const { code } = await exit;
+    if (code !== 0) throw toApiError(stderr, path);
+    out.end();
+    return out;
+  }
+  child.stdout!.pipe(out, { end: false });
+  void Promise.all([exit, new Promise((r) => child.stdout!.once('end', r))]).then(([{ code }]) => {
+    if (code === 0) out.end();
+    else out.destroy(toApiError(stderr, path));
+  });
+  return out;
 }

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
-import type { ResultPromise } from 'execa';
 import { newId } from '../../src/ids.js';
 import { ForbiddenError, NotFoundError, RateLimitError, ServiceUnavailableError } from '../../src/errors.js';
-import { killGroup } from '../browser/procs.js';
+import type { BoxProcess } from '../box/box.js';
+import { outputOf } from '../box/box-process.js';
 import type { EventStream } from '../http/sse.js';
 
 /** Watches at once per session. */
@@ -61,7 +61,7 @@ class Watch {
 
   constructor(
     readonly id: string,
-    readonly child: ResultPromise,
+    readonly child: BoxProcess,
     private readonly scan?: (dir: string) => Promise<FsEvent[]>,
   ) {
     void (async () => {
@@ -72,7 +72,7 @@ class Watch {
         if (this.scan && event.type === 'CREATE' && event.is_dir) void this.scan(event.path).then((found) => found.forEach((e) => this.emit(e)), () => {});
       }
     })().catch(() => {});
-    void child.finally(() => this.end());
+    void child.exited.then(() => this.end());
   }
 
   private emit(event: FsEvent): void {
@@ -101,7 +101,7 @@ class Watch {
   }
 
   stop(): void {
-    killGroup(this.child.pid!, 'SIGKILL');
+    this.child.kill('SIGKILL');
   }
 
   private end(): void {
@@ -119,7 +119,7 @@ class Watch {
 export class SessionWatches {
   private readonly watches = new Map<string, Watch>();
 
-  constructor(private readonly helper: (argv: string[]) => ResultPromise) {}
+  constructor(private readonly helper: (argv: string[]) => BoxProcess) {}
 
   async start(path: string, recursive: boolean): Promise<string> {
     if (this.watches.size >= WATCHES_MAX) throw new RateLimitError(`this session already has ${this.watches.size} watches`, 5);
@@ -131,7 +131,7 @@ export class SessionWatches {
     await this.established(child, path);
     const watch = new Watch(newId(), child, recursive ? (dir) => this.list(dir) : undefined);
     this.watches.set(watch.id, watch);
-    void child.finally(() => this.watches.delete(watch.id));
+    void child.exited.then(() => this.watches.delete(watch.id));
     return watch.id;
   }
 
@@ -148,11 +148,8 @@ export class SessionWatches {
 
   /** The entries below a directory, as CREATE events, listed in the namespace like the watch itself. */
   private async list(dir: string): Promise<FsEvent[]> {
-    const child = this.helper(['find', dir, '-mindepth', '1', '-printf', '%y\\0%p\\0']);
-    const out: Buffer[] = [];
-    child.stdout!.on('data', (c: Buffer) => out.push(c));
-    await child;
-    const parts = Buffer.concat(out).toString().split('\0');
+    const { stdout } = await outputOf(this.helper(['find', dir, '-mindepth', '1', '-printf', '%y\\0%p\\0']));
+    const parts = stdout.toString().split('\0');
     const events: FsEvent[] = [];
     for (let i = 0; i + 1 < parts.length; i += 2) {
       const path = parts[i + 1]!;
@@ -162,18 +159,18 @@ export class SessionWatches {
   }
 
   /** Resolves once inotifywait says its watches are in place; its failure (a missing path) is the request's. */
-  private async established(child: ResultPromise, path: string): Promise<void> {
+  private async established(child: BoxProcess, path: string): Promise<void> {
     let stderr = '';
     const ready = new Promise<boolean>((resolve) => {
       child.stderr!.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
         if (stderr.includes('Watches established')) resolve(true);
       });
-      void child.finally(() => resolve(false));
+      void child.exited.then(() => resolve(false));
       setTimeout(() => resolve(false), SETUP_MS).unref();
     });
     if (await ready) return;
-    killGroup(child.pid!, 'SIGKILL');
+    child.kill('SIGKILL');
     if (/No such file or directory|Not a directory/.test(stderr)) throw new NotFoundError(`${path}: no such file or directory`);
     if (/Permission denied/.test(stderr)) throw new ForbiddenError(`${path}: not readable in this session`);
     if (/upper limit on inotify watches|Too many open files/.test(stderr)) throw new ServiceUnavailableError(`${path}: the machine's inotify limits are reached`);

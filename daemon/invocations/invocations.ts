@@ -21,7 +21,8 @@ import type { History } from '../state/history.js';
 import { ActionRun } from './action-run.js';
 import type { ResolvedAction } from '../apps/deployments.js';
 import { EventLog, sinceTime } from '../apps/event-log.js';
-import { appBaseEnv, harnessArgs, NODE_BINARY } from '../apps/harness-command.js';
+import { appBaseEnv, harnessArgs } from '../apps/harness-command.js';
+import type { Boxes } from '../box/boxes.js';
 import { nowNano } from './timestamps.js';
 
 export interface InvocationRecord {
@@ -56,9 +57,13 @@ export interface InvocationsDeps {
   home: string;
   deployments: {
     resolveAction(org: OrgRecord, app: string, version: string, action: string): ResolvedAction;
-    /** Keeps the deployment's directory while its code runs; the returned function lets it go. */
+    /** Keeps the deployment's code while it runs; the returned function lets it go. */
     hold(deploymentId: string): () => void;
+    /** The disk holding the deployment's installed code (made again from its archive if gone). */
+    image(deploymentId: string): Promise<string>;
   };
+  /** Where actions run: a box each. */
+  boxes: Boxes;
   /** API keys of an org: one is minted per invocation and revoked when it ends. */
   keys: { mintKey(scope: Scope): Promise<{ id: string; key: string }>; revokeKey(id: string): Promise<void> };
   publicUrl: () => string;
@@ -295,21 +300,26 @@ export class Invocations implements SessionFeature {
       if (inv.settling) return await this.deps.keys.revokeKey(key.id);
       // From here to the child's start nothing awaits, so an end decided meanwhile finds both.
       record.api_key_id = key.id;
-      inv.run = ActionRun.start({
-        command: { file: NODE_BINARY, args: harnessArgs('run', action.entrypoint, action.app_name, action.action_name) },
-        cwd: action.dir,
+      const image = await this.deps.deployments.image(action.deployment_id);
+      if (inv.settling) return await this.deps.keys.revokeKey(key.id);
+      inv.run = await ActionRun.start({
+        boxes: this.deps.boxes,
+        id: markerOf(record.id),
+        image,
+        args: harnessArgs('run', action.entrypoint_rel_path, action.app_name, action.action_name),
         env: {
           ...appBaseEnv(),
           ...action.env_vars,
           KERNEL_API_KEY: key.key,
-          KERNEL_BASE_URL: this.deps.publicUrl(),
+          // The daemon's port on the box's own loopback, which its agent forwards to the daemon.
+          KERNEL_BASE_URL: inBoxUrl(this.deps.publicUrl()),
           ENTRYPOINT_RELPATH: action.entrypoint_rel_path,
           RBROWSE_INVOCATION_ID: record.id,
           ...(record.payload !== undefined ? { RBROWSE_PAYLOAD: record.payload } : {}),
         },
-        marker: { home: this.deps.home, id: markerOf(record.id) },
         onLog: (message) => inv.events.push({ event: 'log', message, timestamp: nowNano() }),
       });
+      if (inv.settling) await inv.run.stop();
       const limit = record.timeout_seconds;
       inv.timer = setTimeout(() => {
         void this.settle(inv, { status: 'failed', reason: `timed out after ${limit} s${record.async ? ' (async_timeout_seconds)' : ''}` });
@@ -444,6 +454,13 @@ export class Invocations implements SessionFeature {
 
 /** The marker (RBROWSE_SESSION value) an invocation's processes carry. */
 export const markerOf = (invocationId: string) => `invocation-${invocationId}`;
+
+/** The daemon's URL as a box reaches it: its port, on the box's loopback. */
+function inBoxUrl(publicUrl: string): string {
+  const url = new URL(publicUrl);
+  url.hostname = '127.0.0.1';
+  return url.origin;
+}
 
 const stateEvent = (invocation: Invocation): StreamEvent => ({ event: 'invocation_state', invocation, timestamp: nowNano() });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createConnection, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
@@ -31,7 +31,7 @@ export interface LiveViewDeps {
 
 /**
  * browser_live_view_url: the noVNC page, its status probe, and the websocket that bridges a
- * viewer to the session's x11vnc on loopback. Each viewer holds the session active.
+ * viewer to the session's x11vnc, inside its box. Each viewer holds the session active.
  */
 export class LiveView {
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
@@ -65,13 +65,11 @@ export class LiveView {
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const session = await this.sessionFor(url.searchParams.get('jwt'));
     // Between an x11vnc exit and its restart there is nothing to bridge to; the viewer retries.
-    if (session.vncPort === undefined) throw new ServiceUnavailableError('the live view is restarting');
-    const vnc = createConnection({ host: '127.0.0.1', port: session.vncPort });
-    await new Promise<void>((resolve, reject) => {
-      vnc.once('connect', resolve);
-      vnc.once('error', reject);
+    const server = session.vncServer;
+    if (!server) throw new ServiceUnavailableError('the live view is restarting');
+    const vnc = await server.connect().catch(() => {
+      throw new ServiceUnavailableError('the live view is restarting');
     });
-    vnc.setNoDelay(true);
     if (socket.destroyed) {
       vnc.destroy();
       return;

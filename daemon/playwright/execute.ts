@@ -1,11 +1,11 @@
 import type { PlaywrightExecuteBody, PlaywrightExecuteResult } from '../../src/api/playwright.js';
-import { NODE_BINARY } from '../apps/harness-command.js';
-import { RUNNER_FILES, runnerScript } from '../process/node-runner.js';
+import { BOX_NODE, BOX_RUNTIME } from '../box/box-spec.js';
 import type { LiveSession } from '../sessions/live-session.js';
 
 const DEFAULT_TIMEOUT_SEC = 60;
 
-const RUNNER_PATH = runnerScript('playwright', 'runner.mjs');
+/** The runner as the session's box sees it (rbrowse's runtime is at /opt/rbrowse there). */
+const RUNNER_PATH = `${BOX_RUNTIME}/daemon/playwright/runner.mjs`;
 
 interface RunnerAnswer {
   success: boolean;
@@ -29,8 +29,8 @@ export async function executePlaywright(
 ): Promise<PlaywrightExecuteResult> {
   const timeoutSec = body.timeout_sec ?? DEFAULT_TIMEOUT_SEC;
   const r = await session.processes.runToEnd(
-    { command: NODE_BINARY, args: [RUNNER_PATH], timeout_sec: timeoutSec },
-    { abort, input: JSON.stringify({ code: body.code, cdp: cdpUrl }), resultPipe: true, readOnly: RUNNER_FILES },
+    { command: BOX_NODE, args: [RUNNER_PATH], timeout_sec: timeoutSec },
+    { abort, input: JSON.stringify({ code: body.code, cdp: cdpUrl }), resultPipe: true },
   );
   const stdout = r.stdout.toString();
   const stderr = r.stderr.toString();

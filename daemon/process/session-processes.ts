@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:os';
-import { readlink } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
-import { execa, type ResultPromise } from 'execa';
 import type { ProcessExecBody, ProcessExecResult, ProcessSpawnBody, ProcessSpawnResult, ProcessStatus } from '../../src/api/process.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, RateLimitError } from '../../src/errors.js';
-import { killGroup, signal as signalPid } from '../browser/procs.js';
+import type { Box, BoxProcess, ProcessExit } from '../box/box.js';
+import { outputOf } from '../box/box-process.js';
+import { BOX_USER } from '../box/box-spec.js';
 import { sessionPath } from '../fs/paths.js';
 import type { EventStream } from '../http/sse.js';
-import { hostTwin, SANDBOX_HOME, type Sandbox, type SessionRoots } from '../sandbox/sandbox.js';
-import { children, descendants, treeUsage } from './proc-tree.js';
+import { boxEnv } from './box-env.js';
 
 /** What exec keeps of each output stream; the rest is read and dropped, so the process never blocks on a full pipe. */
 const EXEC_OUTPUT_MAX = 16 * 1024 * 1024;
@@ -30,10 +28,7 @@ const SIGNALS = { TERM: 'SIGTERM', KILL: 'SIGKILL', INT: 'SIGINT', HUP: 'SIGHUP'
 const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
 
 export interface SessionProcessesDeps {
-  sandbox: Sandbox;
-  roots: SessionRoots;
-  /** PATH, the session's markers (a restarted daemon reaps what carries them) and DISPLAY when headful. */
-  env: Record<string, string>;
+  box: Box;
   display?: number;
   /** Marks the session active while a process runs; returns the release. */
   hold: () => () => void;
@@ -53,9 +48,9 @@ class SessionProcess {
   readonly exited: Promise<number>;
 
   constructor(
-    private readonly child: ResultPromise,
+    private readonly child: BoxProcess,
+    private readonly box: Box,
     readonly tty: boolean,
-    private readonly sandboxed: boolean,
     timeoutSec: number | null | undefined,
   ) {
     // A process that closed its input (or exited) makes a later write fail; that is the client's answer, not a crash.
@@ -65,12 +60,13 @@ class SessionProcess {
     const timer = timeoutSec
       ? setTimeout(() => {
           this.timedOut = true;
-          graceTimer = expire(this.pid, this.sandboxed);
+          graceTimer = expire(child);
         }, timeoutSec * 1000)
       : undefined;
-    this.exited = child.then((r) => {
+    this.exited = child.exited.then((r) => {
       clearTimeout(timer);
       clearTimeout(graceTimer);
+      if (r.error) this.output({ stream: 'stderr', data: Buffer.from(`${startError(r.error)}\n`) });
       const code = this.timedOut ? TIMEOUT_EXIT : exitCodeOf(r);
       this.exitCode = code;
       for (const s of this.subscribers) {
@@ -82,8 +78,9 @@ class SessionProcess {
     });
   }
 
+  /** Its pid in the session's box. */
   get pid(): number {
-    return this.child.pid!;
+    return this.child.pid ?? 0;
   }
 
   get running(): boolean {
@@ -121,24 +118,23 @@ class SessionProcess {
   }
 
   async signal(name: keyof typeof SIGNALS): Promise<void> {
-    if (this.running) await signalProgram(this.pid, this.sandboxed, SIGNALS[name]);
+    if (this.running) this.child.kill(SIGNALS[name]);
   }
 
-  /** Resizes the pseudo-terminal: stty on the terminal the program holds (its stdin), opened through /proc. */
+  /**
+   * Resizes the pseudo-terminal: stty, in the box, on the terminal the program holds (the stdin
+   * of script's child, found through the box's /proc).
+   */
   async resize(rows: number, cols: number): Promise<void> {
     if (!this.tty) throw new BadRequestError(`process ${this.id} has no pseudo-terminal (spawn it with allocate_tty)`);
     if (!this.running) throw new ConflictError(`process ${this.id} has exited`);
-    for (const pid of await descendants(this.pid)) {
-      const target = await readlink(`/proc/${pid}/fd/0`).catch(() => '');
-      if (!target.startsWith('/dev/pts/')) continue;
-      const r = await execa('stty', ['-F', `/proc/${pid}/fd/0`, 'rows', String(rows), 'cols', String(cols)], { reject: false });
-      if (r.exitCode === 0) return;
-    }
-    throw new ConflictError(`process ${this.id}: its terminal is gone`);
+    const script = 'for d in /proc/[0-9]*; do [ "$(cat "$d/stat" 2>/dev/null | cut -d" " -f4)" = "$1" ] || continue; t=$(readlink "$d/fd/0"); case "$t" in /dev/pts/*) exec stty -F "$t" rows "$2" cols "$3";; esac; done; exit 1';
+    const r = await outputOf(this.box.spawn(['sh', '-c', script, 'resize', String(this.pid), String(rows), String(cols)]));
+    if (r.code !== 0) throw new ConflictError(`process ${this.id}: its terminal is gone`);
   }
 
   async status(): Promise<ProcessStatus> {
-    const usage = this.running ? await treeUsage(this.pid) : { cpuSeconds: 0, rssBytes: 0 };
+    const usage = this.running ? await this.box.usage(this.child).catch(() => ({ cpuSeconds: 0, rssBytes: 0 })) : { cpuSeconds: 0, rssBytes: 0 };
     const seconds = Math.max((Date.now() - this.startedAt.getTime()) / 1000, 0.001);
     return {
       state: this.running ? 'running' : 'exited',
@@ -149,29 +145,26 @@ class SessionProcess {
   }
 }
 
-/**
- * Signals a program and everything it started. In the sandbox the first two processes are
- * bubblewrap's (its monitor and the namespace's init, which ignores signals it has no handler
- * for): a TERM to them would end the program without the chance to handle it.
- */
-async function signalProgram(pid: number, sandboxed: boolean, sig: NodeJS.Signals): Promise<void> {
-  if (sig === 'SIGKILL') return void killGroup(pid, 'SIGKILL');
-  const tree = await descendants(pid);
-  const inits = new Set(sandboxed ? await children(pid) : []);
-  for (const p of sandboxed ? tree.filter((t) => !inits.has(t)) : [pid, ...tree]) signalPid(p, sig);
+/** timeout_sec ran out: TERM to the program's group, then KILL KILL_GRACE_MS later (the caller clears that timer if it exits first). */
+function expire(child: BoxProcess): NodeJS.Timeout {
+  child.kill('SIGTERM');
+  return setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS).unref();
 }
 
-/** timeout_sec ran out: TERM, then KILL KILL_GRACE_MS later (the caller clears that timer if the program exits first). */
-function expire(pid: number, sandboxed: boolean): NodeJS.Timeout {
-  void signalProgram(pid, sandboxed, 'SIGTERM');
-  return setTimeout(() => killGroup(pid, 'SIGKILL'), KILL_GRACE_MS).unref();
-}
-
-/** bubblewrap exits 128+N for a program killed by signal N; unwrapped, Node reports the signal. */
-function exitCodeOf(r: { exitCode?: number; signal?: string }): number {
-  if (r.exitCode !== undefined) return r.exitCode;
-  const n = r.signal ? constants.signals[r.signal as NodeJS.Signals] : undefined;
+/** As a shell reports it: the exit code, or 128+N for a program killed by signal N; 127 and 126 for one that could not start. */
+function exitCodeOf(r: ProcessExit): number {
+  if (r.error) return r.error.code === 'ENOENT' ? 127 : 126;
+  if (r.code !== null) return r.code;
+  const n = r.signal ? constants.signals[r.signal] : undefined;
   return n ? 128 + n : 255;
+}
+
+/** What a shell would print for a program that could not be started (never the names of rbrowse's own tools). */
+function startError(error: { message: string; code?: string }): string {
+  const program = /^spawn (\S+)/.exec(error.message)?.[1] ?? 'the command';
+  if (error.code === 'ENOENT') return `${program}: command not found`;
+  if (error.code === 'EACCES') return `${program}: permission denied`;
+  return `${program}: ${error.code ?? error.message}`;
 }
 
 /**
@@ -182,7 +175,7 @@ function exitCodeOf(r: { exitCode?: number; signal?: string }): number {
  */
 export class SessionProcesses {
   private readonly processes = new Map<string, SessionProcess>();
-  private readonly helpers = new Set<ResultPromise>();
+  private readonly helpers = new Set<BoxProcess>();
   private closed = false;
 
   constructor(private readonly deps: SessionProcessesDeps) {}
@@ -200,30 +193,25 @@ export class SessionProcesses {
    */
   async runToEnd(
     body: ProcessExecBody,
-    opts: { abort: AbortSignal; input?: string; resultPipe?: boolean; readOnly?: string[] },
+    opts: { abort: AbortSignal; input?: string; resultPipe?: boolean },
   ): Promise<{ exitCode: number; timedOut: boolean; stdout: Buffer; stderr: Buffer; result: Buffer; durationMs: number }> {
     const started = Date.now();
-    const child = this.start(body, { tty: false, input: opts.input ?? '', resultPipe: opts.resultPipe, readOnly: opts.readOnly });
+    const child = this.start(body, { tty: false, input: opts.input ?? '', resultPipe: opts.resultPipe });
     const release = this.deps.hold();
-    const kill = () => killGroup(child.pid!, 'SIGKILL');
+    const kill = () => child.kill('SIGKILL');
     opts.abort.addEventListener('abort', kill, { once: true });
     let timedOut = false;
     let graceTimer: NodeJS.Timeout | undefined;
     const timer = body.timeout_sec
       ? setTimeout(() => {
           timedOut = true;
-          graceTimer = expire(child.pid!, this.deps.sandbox.enabled);
+          graceTimer = expire(child);
         }, body.timeout_sec * 1000)
       : undefined;
     try {
-      const resultStream = opts.resultPipe ? (child.stdio[3] as Readable) : undefined;
-      const [stdout, stderr, result, done] = await Promise.all([
-        collect(child.stdout!),
-        collect(child.stderr!),
-        resultStream ? collect(resultStream) : Buffer.alloc(0),
-        child,
-      ]);
-      return { exitCode: timedOut ? TIMEOUT_EXIT : exitCodeOf(done), timedOut, stdout, stderr, result, durationMs: Date.now() - started };
+      const done = await outputOf(child, EXEC_OUTPUT_MAX);
+      const stderr = done.error ? Buffer.concat([done.stderr, Buffer.from(`${startError(done.error)}\n`)]) : done.stderr;
+      return { exitCode: timedOut ? TIMEOUT_EXIT : exitCodeOf(done), timedOut, stdout: done.stdout, stderr, result: done.fds[3] ?? Buffer.alloc(0), durationMs: Date.now() - started };
     } finally {
       clearTimeout(timer);
       clearTimeout(graceTimer);
@@ -237,7 +225,7 @@ export class SessionProcesses {
     if (running >= RUNNING_MAX) throw new RateLimitError(`this session already runs ${running} processes`, 5);
     const tty = body.allocate_tty === true;
     const child = this.start(body, { tty, rows: body.rows ?? 24, cols: body.cols ?? 80 });
-    const proc = new SessionProcess(child, tty, this.deps.sandbox.enabled, body.timeout_sec);
+    const proc = new SessionProcess(child, this.deps.box, tty, body.timeout_sec);
     this.processes.set(proc.id, proc);
     const release = this.deps.hold();
     void proc.exited.then(() => {
@@ -254,16 +242,16 @@ export class SessionProcesses {
   }
 
   /**
-   * A long-running program of the daemon's own in the session (an fs watch's inotifywait): in the
-   * namespace as the session's user like the rest, not shown among the session's processes,
-   * killed when the session ends. `stdin`: the daemon writes to it (else it is closed at once);
-   * `readOnly`: host paths it needs (rbrowse's own files).
+   * A long-running program of the daemon's own in the session (an fs watch's inotifywait, the
+   * BiDi mapper): in the box as the session's user like the rest, not shown among the session's
+   * processes, killed when the session ends. `stdin`: the daemon writes to it (else it is closed
+   * at once).
    */
-  helper(argv: string[], opts: { stdin?: boolean; readOnly?: string[] } = {}): ResultPromise {
+  helper(argv: string[], opts: { stdin?: boolean } = {}): BoxProcess {
     const [command, ...args] = argv;
-    const child = this.start({ command: command!, args }, { tty: false, input: opts.stdin ? undefined : '', readOnly: opts.readOnly });
+    const child = this.start({ command: command!, args }, { tty: false, input: opts.stdin ? undefined : '' });
     this.helpers.add(child);
-    void child.finally(() => this.helpers.delete(child));
+    void child.exited.then(() => this.helpers.delete(child));
     return child;
   }
 
@@ -271,10 +259,10 @@ export class SessionProcesses {
   async stop(): Promise<void> {
     this.closed = true;
     const running = [...this.processes.values()].filter((p) => p.running);
-    for (const p of running) killGroup(p.pid, 'SIGKILL');
+    for (const p of running) void p.signal('KILL');
     const helpers = [...this.helpers];
-    for (const h of helpers) killGroup(h.pid!, 'SIGKILL');
-    await Promise.all([...running.map((p) => p.exited), ...helpers]);
+    for (const h of helpers) h.kill('SIGKILL');
+    await Promise.all([...running.map((p) => p.exited), ...helpers.map((h) => h.exited)]);
   }
 
   private forgetOldExited(): void {
@@ -284,70 +272,38 @@ export class SessionProcesses {
 
   private start(
     body: ProcessExecBody,
-    opts: { tty: boolean; rows?: number; cols?: number; input?: string; resultPipe?: boolean; readOnly?: string[] },
-  ): ResultPromise {
+    opts: { tty: boolean; rows?: number; cols?: number; input?: string; resultPipe?: boolean },
+  ): BoxProcess {
     if (this.closed) throw new NotFoundError('the session is ending');
     this.checkUser(body);
-    const cwd = body.cwd ? sessionPath('cwd', body.cwd) : SANDBOX_HOME;
-    const { sandbox, roots } = this.deps;
+    const cwd = body.cwd ? sessionPath('cwd', body.cwd) : BOX_USER.home;
     let argv = [body.command, ...(body.args ?? [])];
     if (opts.tty) {
       // util-linux's script puts the program on a new pseudo-terminal, sized first by stty.
       const line = `stty rows ${opts.rows} cols ${opts.cols} 2>/dev/null; exec ${argv.map(quote).join(' ')}`;
       argv = ['script', '--quiet', '--flush', '--return', '--command', line, '/dev/null'];
     }
-    const [file, ...args] = [...sandbox.wrap(roots, { display: this.deps.display, chdir: cwd, readOnly: opts.readOnly }), ...argv];
+    // The client's env is the program's alone: it runs as the box's user, in the box, and the
+    // daemon runs nothing with it.
     const env = {
-      LANG: 'C.UTF-8',
+      ...boxEnv(this.deps.display),
       ...(opts.tty ? { TERM: 'xterm-256color', SHELL: '/bin/sh' } : {}),
-      ...sandbox.insideEnv(roots),
-      ...(this.deps.display === undefined ? {} : { DISPLAY: `:${this.deps.display}` }),
       ...body.env,
-      // Last, so the client cannot drop them: they let a restarted daemon reap the process.
-      ...this.deps.env,
-      ...(body.env?.PATH ? { PATH: body.env.PATH } : {}),
     };
-    return execa(file!, args, {
+    return this.deps.box.spawn(argv, {
       env,
-      extendEnv: false,
-      // Without bubblewrap the session's inside paths are mapped onto its host directories.
-      cwd: sandbox.enabled ? undefined : hostPath(roots, cwd),
-      detached: true,
-      cleanup: false,
-      reject: false,
-      buffer: false,
-      ...(opts.input === undefined ? { stdin: 'pipe' as const } : { input: opts.input }),
-      ...(opts.resultPipe ? { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] as const } : {}),
-      encoding: 'buffer',
+      cwd,
+      stdin: opts.input === undefined ? 'pipe' : opts.input,
+      ...(opts.resultPipe ? { extraFds: [3] } : {}),
     });
   }
 
-  /** Processes run as the session's user: a session is not a VM here, and root would reach the host. */
+  /** Processes run as the session's user, "kernel" (uid 1000 in its box); root would be the box's agent. */
   private checkUser(body: ProcessExecBody): void {
     if (body.as_root) throw new ForbiddenError("as_root: processes run as the session's user (a session is not a virtual machine here)");
     if (body.as_user === undefined || body.as_user === null || body.as_user === '') return;
-    const uid = this.deps.sandbox.user?.uid ?? process.getuid?.();
-    if (body.as_user !== 'kernel' && body.as_user !== String(uid)) {
-      throw new ForbiddenError(`as_user: processes run as the session's user ("kernel", uid ${uid}); ${body.as_user} is not available`);
+    if (body.as_user !== BOX_USER.name && body.as_user !== String(BOX_USER.uid)) {
+      throw new ForbiddenError(`as_user: processes run as the session's user ("${BOX_USER.name}", uid ${BOX_USER.uid}); ${body.as_user} is not available`);
     }
   }
-}
-
-function hostPath(roots: SessionRoots, inside: string): string {
-  const host = hostTwin(roots, inside);
-  if (!host) throw new ForbiddenError(`cwd: only /home/kernel and /tmp are reachable in this session`);
-  return host;
-}
-
-/** Reads a stream to its end, keeping at most EXEC_OUTPUT_MAX bytes. */
-async function collect(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let kept = 0;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    if (kept >= EXEC_OUTPUT_MAX) continue;
-    const part = chunk.subarray(0, EXEC_OUTPUT_MAX - kept);
-    chunks.push(part);
-    kept += part.length;
-  }
-  return Buffer.concat(chunks);
 }

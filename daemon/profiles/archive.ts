@@ -1,63 +1,64 @@
 import { randomUUID } from 'node:crypto';
-import type { Stats } from 'node:fs';
-import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import ignore from 'ignore';
-import type { ReadEntry } from 'tar';
+import { pipeline } from 'node:stream/promises';
+import type { FileOps } from '../fs/file-ops.js';
 
 /**
- * What a saved profile leaves out (gitignore syntax, at any depth): caches Chromium rebuilds by
- * itself, and lock files, crash dumps and metrics that belong to one browser run and would confuse
- * the next. Cookies, Local Storage, IndexedDB, Service Worker storage and Preferences stay.
+ * What a saved profile leaves out, at any depth: caches Chromium rebuilds by itself, and lock
+ * files, crash dumps and metrics that belong to one browser run and would confuse the next.
+ * Cookies, Local Storage, IndexedDB, Service Worker storage and Preferences stay.
  */
-const EXCLUDED = ignore().add([
-  'Cache/',
-  'Code Cache/',
-  'GPUCache/',
-  'GrShaderCache/',
-  'GraphiteDawnCache/',
-  'ShaderCache/',
-  'DawnCache/',
-  'DawnGraphiteCache/',
-  'DawnWebGPUCache/',
-  'component_crx_cache/',
-  'extensions_crx_cache/',
-  'Crashpad/',
-  'Crash Reports/',
-  'BrowserMetrics/',
-  '*.pma',
-  'Singleton*',
-  'DevToolsActivePort',
-  'lockfile',
-  'LOCK',
-]);
-
-const kept = (path: string, isDir: boolean) => !EXCLUDED.ignores(isDir ? `${path}/` : path);
-/** Creating, node-tar hands the filter a Stats (a ReadEntry only when it reads an archive). */
-const isPlain = (stat: Stats | ReadEntry) => 'isFile' in stat && (stat.isFile() || stat.isDirectory());
+const EXCLUDED_DIRS = [
+  'Cache', 'Code Cache', 'GPUCache', 'GrShaderCache', 'GraphiteDawnCache', 'ShaderCache', 'DawnCache', 'DawnGraphiteCache',
+  'DawnWebGPUCache', 'component_crx_cache', 'extensions_crx_cache', 'Crashpad', 'Crash Reports', 'BrowserMetrics',
+];
+const EXCLUDED_FILES = ['*.pma', 'Singleton*', 'DevToolsActivePort', 'lockfile', 'LOCK'];
 
 /**
- * Writes a tar of `userDataDir` to `archive`, atomically: into a temporary file beside it, synced,
- * then renamed over the old one, so a crash at any moment leaves the previous archive whole.
- * Resolves false (and writes nothing) when the directory is empty.
+ * Inside the box, as its user: the plain files and directories of the user data (a symlink the
+ * session planted is not followed and does not travel), without the excluded ones, as a tar on
+ * stdout; nothing at all (exit 3) when the directory is empty or missing.
  */
-export async function packUserData(userDataDir: string, archive: string): Promise<boolean> {
-  const entries = (await readdir(userDataDir)).filter((name) => kept(name, false));
-  if (!entries.length) return false;
+const PACK_SCRIPT = [
+  'cd -- "$1" 2>/dev/null || exit 3',
+  'shift',
+  '[ -n "$(ls -A)" ] || exit 3',
+  'find . -mindepth 1 "$@" | tar --null --no-recursion --numeric-owner --owner=0 --group=0 -c -f - -T -',
+].join('\n');
+
+function findExpression(): string[] {
+  const dirs = EXCLUDED_DIRS.flatMap((d, i) => [...(i ? ['-o'] : []), '-name', d]);
+  const files = EXCLUDED_FILES.flatMap((f, i) => [...(i ? ['-o'] : []), '-name', f]);
+  // Excluded directories are pruned whole; excluded files skipped; of the rest, files and directories printed.
+  return ['-type', 'd', '(', ...dirs, ')', '-prune', '-o', '-type', 'f', '(', ...files, ')', '-o', '(', '-type', 'f', '-o', '-type', 'd', ')', '-print0'];
+}
+
+/**
+ * Writes a tar of a box's user data to `archive`, atomically: into a temporary file beside it,
+ * synced, then renamed over the old one, so a crash at any moment leaves the previous archive
+ * whole. Resolves false (and writes nothing) when the directory is empty. The tar is made inside
+ * the box, as its user: the daemon never walks the session's files on the host.
+ */
+export async function packUserData(files: FileOps, userDataDir: string, archive: string): Promise<boolean> {
   await mkdir(dirname(archive), { recursive: true, mode: 0o700 });
   const temp = `${archive}.${randomUUID()}.tmp`;
-  const tar = await import('tar');
+  // find's expression goes in as arguments after the directory.
+  const packed = files.pack(PACK_SCRIPT, [userDataDir, ...findExpression()]);
   try {
-    await tar.c(
-      {
-        cwd: userDataDir,
-        file: temp,
-        portable: true,
-        // Plain files and directories only: a symlink planted in the user data must not travel.
-        filter: (path, stat) => isPlain(stat) && kept(path, (stat as Stats).isDirectory()),
+    await pipeline(packed.stream, createWriteStream(temp, { mode: 0o600 }));
+    const empty = await packed.done.then(
+      () => false,
+      (err: Error) => {
+        if (/\(3\)/.test(err.message)) return true;
+        throw err;
       },
-      entries,
     );
+    if (empty || (await stat(temp)).size === 0) {
+      await rm(temp, { force: true });
+      return false;
+    }
     await fsync(temp);
     await rename(temp, archive);
     await fsync(dirname(archive));
@@ -68,23 +69,12 @@ export async function packUserData(userDataDir: string, archive: string): Promis
   }
 }
 
-/** Unpacks a profile archive into an empty user-data directory; false when there is none yet. */
-export async function unpackUserData(archive: string, userDataDir: string): Promise<boolean> {
-  const tar = await import('tar');
-  try {
-    await tar.x({
-      file: archive,
-      cwd: userDataDir,
-      strict: true,
-      preserveOwner: false,
-      // Only what packUserData writes; node-tar already refuses absolute paths and `..`.
-      filter: (_path, entry) => 'type' in entry && (entry.type === 'File' || entry.type === 'Directory'),
-    });
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT' && (err as NodeJS.ErrnoException).path === archive) return false;
-    throw err;
-  }
+/** Unpacks a profile archive into a box's user-data directory (inside the box, as its user); false when there is none yet. */
+export async function unpackUserData(archive: string, files: FileOps, userDataDir: string): Promise<boolean> {
+  const exists = await stat(archive).then(() => true, () => false);
+  if (!exists) return false;
+  await files.unpack(userDataDir, createReadStream(archive));
+  return true;
 }
 
 /** Temporary archives a crash left behind (packUserData's names), to be removed. */

@@ -1,4 +1,4 @@
-import { mkdir, open, readdir } from 'node:fs/promises';
+import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline, type Readable } from 'node:stream';
 import { createZstdCompress } from 'node:zlib';
@@ -16,13 +16,14 @@ import { removeTree } from '../fs-util.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import { sessionDirs } from '../sessions/live-session.js';
+import { USER_DATA_DIR } from '../sessions/live-session.js';
+import { FileOps } from '../fs/file-ops.js';
+import type { Boxes } from '../box/boxes.js';
 import type { OrgRecord } from '../auth.js';
 import type { SessionRecord } from '../sessions/record.js';
 import type { Store } from '../store.js';
 import { isLeftoverTemp, packUserData, unpackUserData } from './archive.js';
 import { ProfileLeases } from './leases.js';
-import { endOrphanBrowser } from './orphan-browser.js';
 
 export interface ProfileRecord {
   id: string;
@@ -185,11 +186,13 @@ export class Profiles implements SessionFeature {
     // Taken before anything else is awaited: the single-writer rule holds against concurrent creates.
     const { release, ending } = this.leases.take(profile.id, ctx.record.id, save, label(profile));
     try {
+      // Inside the box, as its user: the session's code may have run there (a PATCH), and
+      // whatever it left at /home/kernel/user-data is removed and written as the session would.
       if (replace) {
-        await removeTree(ctx.dirs.userData);
-        await mkdir(ctx.dirs.userData, { recursive: true, mode: 0o700 });
+        await ctx.files.deleteDirectory(USER_DATA_DIR);
+        await ctx.files.createDirectory(USER_DATA_DIR, '700');
       }
-      await unpackUserData(this.archive(profile.id), ctx.dirs.userData);
+      await unpackUserData(this.archive(profile.id), ctx.files, USER_DATA_DIR);
       await this.deps.store.update(() => void (profile.last_used_at = new Date().toISOString()));
     } catch (err) {
       release();
@@ -197,11 +200,11 @@ export class Profiles implements SessionFeature {
     }
     const session = ctx.record;
     session.profile = { id: profile.id, save_changes: save };
-    const userData = ctx.dirs.userData;
+    const files = ctx.files;
     return {
       release,
       stopping: ending,
-      ...(save ? { closed: ({ graceful }) => this.saveBack(session, userData, graceful) } : {}),
+      ...(save ? { closed: ({ graceful }) => this.saveBack(session, files, graceful) } : {}),
     };
   }
 
@@ -211,35 +214,42 @@ export class Profiles implements SessionFeature {
   }
 
   /**
-   * At start, before the reaper kills a crashed daemon's leftovers: each orphaned session that
-   * held a profile with save_changes has its browser closed and its user data saved, as if it had
-   * ended normally; half-written archives and the files of deleted profiles go.
+   * At start, after a crashed daemon's boxes have ended (their agents closed each browser as on a
+   * normal end): each orphaned session that held a profile with save_changes has its user data
+   * saved from the disk its box left, read in a box of its own with the session's uids, as if it
+   * had ended normally; half-written archives and the files of deleted profiles go.
    */
-  async recover(o: { orphans: SessionRecord[]; home: string; sessionsDir: string }): Promise<void> {
+  async recover(o: { orphans: SessionRecord[]; boxes: Boxes }): Promise<void> {
     await this.sweep();
+    const disks = new Set(await o.boxes.leftoverDisks());
     await Promise.all(
-      // One whose save completed before the crash is left alone: its directory may be half removed.
+      // One whose save completed before the crash is left alone: its disk may be half removed.
       o.orphans
-        .filter((s) => s.profile?.save_changes && !s.profile.saved_at)
+        .filter((s) => s.profile?.save_changes && !s.profile.saved_at && disks.has(s.id))
         .map(async (s) => {
-          const { userData } = sessionDirs(o.sessionsDir, s.id);
-          const graceful = await endOrphanBrowser({ home: o.home, sessionId: s.id, pid: s.runtime?.chromium_pid, userDataDir: userData });
-          await this.saveBack(s, userData, graceful, true).catch((err: unknown) =>
-            this.deps.log('orphaned profile not saved', { session: s.id, profile: s.profile!.id, error: String(err) }),
-          );
+          try {
+            const box = await o.boxes.start({ kind: 'session', id: s.id, reuseDisk: true, slot: s.runtime?.uid_slot });
+            try {
+              await this.saveBack(s, new FileOps(box), true, true);
+            } finally {
+              await box.stop({ keepDisk: true });
+            }
+          } catch (err) {
+            this.deps.log('orphaned profile not saved', { session: s.id, profile: s.profile!.id, error: String(err) });
+          }
         }),
     );
   }
 
-  /** Writes a session's user data back to its profile, and records on both that it did. */
-  private async saveBack(session: SessionRecord, userData: string, graceful: boolean, orphaned = false): Promise<void> {
+  /** Writes a session's user data back to its profile (packed inside its box), and records on both that it did. */
+  private async saveBack(session: SessionRecord, files: FileOps, graceful: boolean, orphaned = false): Promise<void> {
     const lease = session.profile!;
     const record = this.deps.store.data.profiles.find((p) => p.id === lease.id);
     if (!record) return;
     const started = Date.now();
     // Saved even when the browser had to be killed: Chromium's stores survive a crash, and
     // losing the whole session's changes would be worse than its last few seconds.
-    if (!(await packUserData(userData, this.archive(record.id)))) return;
+    if (!(await packUserData(files, USER_DATA_DIR, this.archive(record.id)))) return;
     await this.deps.store.update(() => {
       record.updated_at = lease.saved_at = new Date().toISOString();
     });

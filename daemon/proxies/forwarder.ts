@@ -1,7 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { Server } from 'proxy-chain';
+import type { Box } from '../box/box.js';
 import type { Upstream } from './upstream.js';
 
 /**
@@ -19,20 +20,20 @@ function newAgents(upstream?: Upstream) {
 }
 
 /**
- * A session's own HTTP proxy on 127.0.0.1, which Chromium is launched with (--proxy-server). It
- * sends each request direct or through the current upstream, adding the upstream's credentials
- * itself: Chromium never sees them and never shows an auth prompt, and the upstream can change
- * under a running browser.
+ * A session's own HTTP proxy, which Chromium is launched with (--proxy-server). It listens on the
+ * loopback of the session's box, and nowhere else: the box's agent hands each connection to the
+ * daemon, where this forwarder sends each request direct or through the current upstream, adding
+ * the upstream's credentials itself. Chromium never sees them and never shows an auth prompt, no
+ * other session or local user can use them, and the upstream can change under a running browser.
  */
 export class SessionForwarder {
   private upstream?: Upstream;
   private agents = newAgents();
   private readonly server: Server;
+  private listener?: { port: number; close(): void };
 
   private constructor() {
     this.server = new Server({
-      host: '127.0.0.1',
-      port: 0,
       prepareRequestFunction: ({ hostname }) => {
         const upstream = this.upstream && !this.upstream.bypasses(hostname) ? this.upstream : undefined;
         return { upstreamProxyUrl: upstream?.url ?? null, httpAgent: this.agents.http, httpsAgent: this.agents.https };
@@ -40,15 +41,16 @@ export class SessionForwarder {
     });
   }
 
-  static async start(): Promise<SessionForwarder> {
+  static async start(box: Box): Promise<SessionForwarder> {
     const forwarder = new SessionForwarder();
-    await forwarder.server.listen();
+    // proxy-chain's own http.Server serves it: connections are emitted to it, it never listens.
+    forwarder.listener = await box.listen(0, (socket: Socket) => forwarder.server.server.emit('connection', socket));
     return forwarder;
   }
 
-  /** The --proxy-server value; loopback hosts stay direct (Chromium's implicit bypass). */
+  /** The --proxy-server value; loopback hosts stay direct (Chromium's implicit bypass), reaching the host's through the box. */
   get proxyServer(): string {
-    return `http://127.0.0.1:${this.server.port}`;
+    return `http://127.0.0.1:${this.listener!.port}`;
   }
 
   get routedThroughUpstream(): boolean {
@@ -69,7 +71,8 @@ export class SessionForwarder {
   }
 
   async close(): Promise<void> {
-    await this.server.close(true);
+    this.listener?.close();
+    this.server.closeConnections();
     this.agents.http.destroy();
     this.agents.https.destroy();
   }

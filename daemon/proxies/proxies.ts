@@ -175,7 +175,7 @@ export class Proxies implements SessionFeature {
   /** Every session gets a forwarder, so a PATCH can add a proxy to a session created without one. */
   async launch(ctx: LaunchContext): Promise<FeatureLaunch> {
     const { record } = ctx;
-    const forwarder = await SessionForwarder.start();
+    const forwarder = await SessionForwarder.start(ctx.box);
     const session = record.id;
     this.forwarders.set(session, forwarder);
     try {

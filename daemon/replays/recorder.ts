@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
+import { pipeline } from 'node:stream/promises';
+import type { Box, BoxProcess } from '../box/box.js';
+import { boxEnv } from '../process/box-env.js';
 import type { Replay, ReplayStartBody } from '../../src/api/replays.js';
 import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
@@ -41,7 +43,12 @@ interface ReplayRecord {
 
 interface Recording {
   record: ReplayRecord;
-  ffmpeg: ResultPromise;
+  /** ffmpeg, inside the session's box: what it encodes comes out on its stdout into the part file. */
+  ffmpeg: BoxProcess;
+  /** Resolves once ffmpeg has exited and its output is all in the part file; its last error line. */
+  finished: Promise<{ error: string }>;
+  /** The session's box, for the remux at the end (gone once the session has ended). */
+  box: Box;
   /** Ends the input: `q` to x11grab, the end of the frames for a headless screencast. */
   endInput: () => void;
   /** Resolves once the mp4 is final and its record says so. */
@@ -50,11 +57,14 @@ interface Recording {
 
 /**
  * Replays (Kernel's browsers.replays): a session's screen recorded to mp4 by ffmpeg, one recording
- * at a time per session, several in its life. Headful: x11grab of the session's own display.
+ * at a time per session, several in its life. ffmpeg runs inside the session's box, as its user
+ * (what it decodes comes from the session: its screen, its browser's frames), and writes to its
+ * stdout, which the daemon keeps in a file of its own. Headful: x11grab of the session's display.
  * Headless (no peer records those): CDP screencast frames piped into ffmpeg, timed by the wall
- * clock. ffmpeg writes a fragmented mp4 (readable even if it is killed), remuxed with the index
- * first (faststart) when the recording stops. Replays stay after the session ends, readable
- * through its id, until the daemon's history forgets the session. A session's end stops its recording.
+ * clock. The output is a fragmented mp4 (readable even if ffmpeg is killed), remuxed with the
+ * index first (faststart), in the box too, when the recording stops. Replays stay after the
+ * session ends, readable through its id, until the daemon's history forgets the session. A
+ * session's end stops its recording.
  */
 export class ReplayRecorder implements SessionFeature {
   private readonly recordings = new Map<string, Recording>();
@@ -110,19 +120,18 @@ export class ReplayRecorder implements SessionFeature {
       '-movflags', '+frag_keyframe+empty_moov', '-frag_duration', '2000000', '-frag_size', String(FRAGMENT_BYTES),
       '-fs', String(Math.max(this.deps.maxMegabytes * 1024 ** 2 - 2 * FRAGMENT_BYTES, (this.deps.maxMegabytes * 1024 ** 2) / 2)),
       ...(body.max_duration_in_seconds ? ['-t', String(body.max_duration_in_seconds)] : []),
-      '-y', part,
+      '-f', 'mp4', 'pipe:1',
     ];
     let recording: Recording;
     if (session.display) {
       const { width, height } = session.record.viewport;
-      const ffmpeg = execa('ffmpeg', [
-        '-hide_banner', '-loglevel', 'error', '-nostats',
+      const ffmpeg = this.ffmpeg(session, [
         '-f', 'x11grab', '-framerate', String(framerate), '-video_size', `${width}x${height}`, '-draw_mouse', '1', '-i', `:${session.display.number}`,
         ...output,
-      ], { reject: false, stdin: 'pipe', stdout: 'ignore', stderr: 'pipe', detached: true });
-      recording = { record, ffmpeg, endInput: () => void ffmpeg.stdin?.end('q'), done: Promise.resolve() };
+      ], part);
+      recording = { record, ...ffmpeg, box: session.box, endInput: () => void ffmpeg.ffmpeg.stdin?.end('q'), done: Promise.resolve() };
     } else {
-      recording = await this.screencast(session, record, framerate, output);
+      recording = await this.screencast(session, record, framerate, output, part);
     }
     recording.done = this.afterExit(recording, part);
     this.recordings.set(session.id, recording);
@@ -192,27 +201,40 @@ export class ReplayRecorder implements SessionFeature {
     await recording.done;
   }
 
+  /** ffmpeg in the session's box, its stdout kept in `part` on the daemon's side. */
+  private ffmpeg(session: LiveSession, args: string[], part: string): { ffmpeg: BoxProcess; finished: Promise<{ error: string }> } {
+    const ffmpeg = session.box.spawn(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-nostats', ...args], {
+      env: boxEnv(session.display?.number),
+      stdin: 'pipe',
+    });
+    ffmpeg.stdin!.on('error', () => {});
+    let error = '';
+    ffmpeg.stderr!.on('data', (d: Buffer) => (error = (error + d.toString()).slice(-2000)));
+    const written = pipeline(ffmpeg.stdout!, createWriteStream(part, { mode: 0o600 })).catch((err: Error) => void (error ||= err.message));
+    const finished = Promise.all([ffmpeg.exited, written]).then(() => ({ error: error.trim().split('\n').pop() ?? '' }));
+    return { ffmpeg, finished };
+  }
+
   /**
    * Headless: the screencast of the session's first page, each frame acknowledged and handed to
    * ffmpeg as JPEG; ffmpeg stamps them with the wall clock and repeats them to the frame rate.
    */
-  private async screencast(session: LiveSession, record: ReplayRecord, framerate: number, output: string[]): Promise<Recording> {
+  private async screencast(session: LiveSession, record: ReplayRecord, framerate: number, output: string[], part: string): Promise<Recording> {
     const { width, height } = session.record.viewport;
-    const ffmpeg = execa('ffmpeg', [
-      '-hide_banner', '-loglevel', 'error', '-nostats',
+    const { ffmpeg, finished } = this.ffmpeg(session, [
       '-f', 'image2pipe', '-c:v', 'mjpeg', '-use_wallclock_as_timestamps', '1', '-i', '-',
       // The frames are the page, under the window's (invisible) browser UI: they sit at the bottom of
       // a screen of the viewport's size, as in a headful recording.
       '-vf', `fps=${framerate},scale=w='min(iw,${width})':h='min(ih,${height})',pad=${width}:${height}:0:oh-ih`,
       ...output,
-    ], { reject: false, stdin: 'pipe', stdout: 'ignore', stderr: 'pipe', detached: true });
-    ffmpeg.stdin!.on('error', () => {});
-    const cdp = await CdpClient.connect(session.chromium.wsUrl);
+    ], part);
+    const cdp = await CdpClient.connect(session.chromium);
     const { targetInfos } = (await cdp.send('Target.getTargets')) as { targetInfos: { targetId: string; type: string }[] };
     const page = targetInfos.find((t) => t.type === 'page');
     if (!page) {
       cdp.close();
       ffmpeg.kill('SIGKILL');
+      await finished;
       throw new ConflictError(`session ${session.id} has no page to record`);
     }
     const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: page.targetId, flatten: true });
@@ -240,8 +262,8 @@ export class ReplayRecorder implements SessionFeature {
     };
 
     // A session that ends takes the page along: the frames end, and so does the recording.
-    void ffmpeg.finally(() => cdp.close());
-    return { record, ffmpeg, endInput, done: Promise.resolve() };
+    void ffmpeg.exited.then(() => cdp.close());
+    return { record, ffmpeg, finished, box: session.box, endInput, done: Promise.resolve() };
   }
 
   /**
@@ -257,8 +279,8 @@ export class ReplayRecorder implements SessionFeature {
       await new Promise((r) => setTimeout(r, 50));
     }
     if (screencast && !recording.record.finished_at) return;
-    const result = await Promise.race([recording.ffmpeg, new Promise<null>((r) => setTimeout(() => r(null), 10))]);
-    const why = result ? String(result.stderr ?? '').trim().split('\n').pop() : 'no output in time';
+    const result = await Promise.race([recording.finished, new Promise<null>((r) => setTimeout(() => r(null), 10))]);
+    const why = result ? result.error : 'no output in time';
     recording.endInput();
     await recording.done;
     throw new ServiceUnavailableError(`the recording could not start: ${why || 'ffmpeg exited'}`);
@@ -269,14 +291,15 @@ export class ReplayRecorder implements SessionFeature {
     const { record } = recording;
     // ffmpeg's -t and -fs end it; this only guards against one that hangs.
     const killer = setTimeout(() => recording.ffmpeg.kill('SIGKILL'), 4 * 3600_000 + 60_000).unref();
-    await recording.ffmpeg;
+    await recording.finished;
     clearTimeout(killer);
     const final = join(this.deps.dir, record.session_id, `${record.replay_id}.mp4`);
     if (existsSync(part)) {
-      const remux = await execa('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-i', part, '-c', 'copy', '-movflags', '+faststart', '-f', 'mp4', '-y', final], { reject: false });
-      if (remux.exitCode === 0) await unlink(part).catch(() => {});
-      // A fragmented mp4 plays too: kept as it is when the remux fails (an empty recording).
-      else if ((await stat(part)).size > 0) await rename(part, final).catch(() => {});
+      const size = (await stat(part)).size;
+      const remuxed = size > 0 && (await remux(recording.box, part, final).catch(() => false));
+      if (remuxed) await unlink(part).catch(() => {});
+      // A fragmented mp4 plays too: kept as it is when the remux fails (the session gone meanwhile).
+      else if (size > 0) await rename(part, final).catch(() => {});
       else await unlink(part).catch(() => {});
     }
     record.finished_at = new Date().toISOString();
@@ -305,5 +328,31 @@ export class ReplayRecorder implements SessionFeature {
     const text = await readFile(join(this.deps.dir, sessionId, `${replayId}.json`), 'utf8').catch(() => null);
     if (!text) throw new NotFoundError(`replay ${replayId} not found`);
     return JSON.parse(text) as ReplayRecord;
+  }
+}
+
+/**
+ * The fragmented recording with its index first (faststart), made by ffmpeg in the session's box
+ * (never by the daemon: the file is the session's making): the part goes in on stdin, the result
+ * is written to the box's /tmp (faststart seeks in its output), then comes back on stdout.
+ */
+async function remux(box: Box, part: string, final: string): Promise<boolean> {
+  if (box.isStopped) return false;
+  const temp = `/tmp/.rbrowse-remux-${Date.now()}.mp4`;
+  const child = box.spawn(
+    ['sh', '-c', 'ffmpeg -hide_banner -loglevel error -f mp4 -i pipe:0 -c copy -movflags +faststart -f mp4 -y "$1" && cat -- "$1"; s=$?; rm -f -- "$1"; exit $s', 'remux', temp],
+    { env: boxEnv(), stdin: 'pipe' },
+  );
+  const partial = `${final}.${process.pid}.tmp`;
+  try {
+    await Promise.all([pipeline(createReadStream(part), child.stdin!), pipeline(child.stdout!, createWriteStream(partial, { mode: 0o600 }))]);
+    const { code } = await child.exited;
+    if (code !== 0 || (await stat(partial)).size === 0) throw new Error(`remux failed (${code})`);
+    await rename(partial, final);
+    return true;
+  } catch {
+    child.kill('SIGKILL');
+    await rm(partial, { force: true });
+    return false;
   }
 }

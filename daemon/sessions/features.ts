@@ -1,7 +1,10 @@
 import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
 import type { OrgRecord } from '../auth.js';
 import type { SessionRecord } from './record.js';
+import type { DevToolsEndpoint } from '../browser/chromium.js';
 import type { sessionDirs } from './live-session.js';
+import type { FileOps } from '../fs/file-ops.js';
+import type { Box } from '../box/box.js';
 
 export type SessionDirs = ReturnType<typeof sessionDirs>;
 
@@ -11,10 +14,12 @@ export interface LaunchContext {
   body: CreateBrowserBody;
   /** The session's record before it is stored: a feature writes what it resolved here (profile, proxy_id). */
   record: SessionRecord;
-  /** The session's directories on the daemon's side; they exist, and go when the session ends. */
+  /** The session's directory on the daemon's side (never seen by the session); it goes when the session ends. */
   dirs: SessionDirs;
-  /** A path below dirs.home or dirs.tmp as the browser sees it (the sandbox maps them elsewhere). */
-  insidePath(hostPath: string): string;
+  /** The session's own files, inside its box and as its user: what a feature puts in, it writes through these. */
+  files: FileOps;
+  /** The session's box (a feature listens there: the proxy forwarder). */
+  box: Box;
 }
 
 /** One feature's part in one running session. Every hook is optional. */
@@ -23,9 +28,9 @@ export interface FeatureLaunch {
    * --disable-extensions-except given by several features are merged into one list each. */
   args?: string[];
   /** After Chromium is up, before the session is handed out (again after each restart in place);
-   * wsUrl is the browser's own CDP endpoint, startUrl what it should show (the start URL, or the
-   * page it showed before a restart). */
-  started?(browser: { wsUrl: string; startUrl?: string }): Promise<void>;
+   * browser is its own DevTools endpoint (inside its box), startUrl what it should show (the
+   * start URL, or the page it showed before a restart). */
+  started?(info: { browser: DevToolsEndpoint; startUrl?: string }): Promise<void>;
   /** This feature opens startUrl itself in `started` (stealth: only once its patches are in), so
    * the browser starts on about:blank. */
   opensStartUrl?: boolean;

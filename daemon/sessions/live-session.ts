@@ -1,10 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { spawnHere, type Spawner } from '../browser/launcher.js';
 import { BackgroundPriority } from '../browser/background-priority.js';
-import { cdpCommands, launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess } from '../browser/chromium.js';
-import { killMarked, markedEnv, sleep, within } from '../browser/procs.js';
-import { removeSegmentsOf } from '../browser/sysv-shm.js';
+import { cdpCommands, launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess, type DevToolsEndpoint } from '../browser/chromium.js';
+import { sleep, within } from '../browser/procs.js';
 import { ConflictError, NotFoundError } from '../../src/errors.js';
 import { SessionProcesses } from '../process/session-processes.js';
 import { SessionWatches } from '../fs/watches.js';
@@ -12,8 +10,11 @@ import { BrowserCurl } from '../curl/browser-curl.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
 import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
 import { removeTree } from '../fs-util.js';
-import type { Sandbox } from '../sandbox/sandbox.js';
 import { FileOps } from '../fs/file-ops.js';
+import type { Box } from '../box/box.js';
+import type { Boxes } from '../box/boxes.js';
+import { BOX_USER } from '../box/box-spec.js';
+import { boxEnv } from '../process/box-env.js';
 import type { SessionRecord } from './record.js';
 import type { UpdateBrowserBody } from '../../src/api/schemas.js';
 import type { FeatureLaunch, SessionDirs } from './features.js';
@@ -23,57 +24,28 @@ export interface RuntimeDeps {
   sessionsDir: string;
   chromiumPath: string;
   displays: DisplayAllocator;
-  sandbox: Sandbox;
-  /** Starts the browsers (the daemon's launcher process). */
-  spawn?: Spawner;
+  /** Where every session runs: a box of its own (namespaces, users, limits). */
+  boxes: Boxes;
+  /** Whether Chromium can run with its own sandbox inside a box (it needs nested user namespaces). */
+  chromiumSandbox: boolean;
   log?: (msg: string, extra?: object) => void;
 }
 
-/** Per-session directories; everything a browser writes stays below `root` and goes with it. */
-export function sessionDirs(sessionsDir: string, id: string) {
-  const root = join(sessionsDir, id);
-  // home is the session's /home/kernel and tmp its /tmp (see daemon/sandbox).
-  const home = join(root, 'home');
-  const tmp = join(root, 'tmp');
-  return {
-    root,
-    // Chromium's log, on the daemon's side (outside the namespace): GET .../logs/stream?source=supervisor.
-    chromiumLog: join(root, 'chromium.log'),
-    home,
-    userData: join(home, 'user-data'),
-    downloads: join(home, 'Downloads'),
-    config: join(home, '.config'),
-    cache: join(home, '.cache'),
-    data: join(home, '.local', 'share'),
-    tmp,
-    run: join(tmp, '.xdg-runtime'),
-  };
-}
+/** The browser's profile directory, inside its box. */
+export const USER_DATA_DIR = `${BOX_USER.home}/user-data`;
 
 /**
- * Creates a session's directories and the environment its processes get: a HOME, XDG and temp
- * directories of its own, and the markers that let the daemon find its processes again.
+ * A session's directory on the daemon's side, never seen by the session: its Chromium's log and
+ * what an upload is unpacked in before it goes into the box. Everything the session itself writes
+ * is on its box's disk.
  */
-export async function prepareSessionDirs(sessionsDir: string, home: string, id: string) {
-  const dirs = sessionDirs(sessionsDir, id);
-  await Promise.all(
-    [dirs.userData, dirs.downloads, dirs.config, dirs.cache, dirs.data, dirs.tmp, dirs.run].map((d) =>
-      mkdir(d, { recursive: true, mode: 0o700 }),
-    ),
-  );
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    LANG: process.env.LANG ?? 'C.UTF-8',
-    ...(process.env.TZ ? { TZ: process.env.TZ } : {}),
-    HOME: dirs.home,
-    XDG_CONFIG_HOME: dirs.config,
-    XDG_CACHE_HOME: dirs.cache,
-    XDG_DATA_HOME: dirs.data,
-    XDG_RUNTIME_DIR: dirs.run,
-    TMPDIR: dirs.tmp,
-    ...markedEnv(home, id),
+export function sessionDirs(sessionsDir: string, id: string) {
+  const root = join(sessionsDir, id);
+  return {
+    root,
+    // Chromium's log: GET .../logs/stream?source=supervisor.
+    chromiumLog: join(root, 'chromium.log'),
   };
-  return { dirs, env };
 }
 
 /**
@@ -84,7 +56,7 @@ async function boot(options: ChromiumOptions, features: FeatureLaunch[], startUr
   const opensItself = features.some((f) => f.opensStartUrl);
   const chromium = await launchChromium({ ...options, startUrl: opensItself ? undefined : startUrl, extraArgs: features.flatMap((f) => f.args ?? []) });
   try {
-    for (const f of features) await f.started?.({ wsUrl: chromium.wsUrl, startUrl });
+    for (const f of features) await f.started?.({ browser: chromium, startUrl });
   } catch (err) {
     await chromium.close();
     throw err;
@@ -96,11 +68,11 @@ async function boot(options: ChromiumOptions, features: FeatureLaunch[], startUr
  * The URL of the browser's first page, to open again after a restart (none for about:blank or
  * chrome:// pages). Asked over CDP: /json/list also shows hidden pages (browser curl's).
  */
-async function currentPageUrl(wsUrl: string): Promise<string | undefined> {
+async function currentPageUrl(browser: DevToolsEndpoint): Promise<string | undefined> {
   let url: string | undefined;
   await within(
     2000,
-    cdpCommands(wsUrl, async (send) => {
+    cdpCommands(browser, async (send) => {
       const { targetInfos } = (await send('Target.getTargets')) as { targetInfos: { type: string; url: string }[] };
       url = targetInfos.find((t) => t.type === 'page')?.url;
     }),
@@ -108,16 +80,16 @@ async function currentPageUrl(wsUrl: string): Promise<string | undefined> {
   return url && /^(https?|file|data):/.test(url) ? url : undefined;
 }
 
-/** Sets up a session's features around the launch (see features.ts); gets the session's paths. */
-export type PrepareFeatures = (ctx: { dirs: SessionDirs; insidePath(hostPath: string): string }) => Promise<FeatureLaunch[]>;
+/** Sets up a session's features around the launch (see features.ts): they write into the box through `files`. */
+export type PrepareFeatures = (ctx: { dirs: SessionDirs; files: FileOps; box: Box }) => Promise<FeatureLaunch[]>;
 
 /** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight, or a process running. */
 export type ClientKind = 'cdp' | 'viewer' | 'api';
 
 /**
- * A running session: owns its Chromium (in the session's sandbox), its Xvfb, window manager and
- * x11vnc (when headful) and its directories, and is the only thing that stops them. Connected
- * clients (CDP, viewers, API requests) keep the inactivity timer off.
+ * A running session: owns its box (namespaces, users, limits: see daemon/box), and in it its
+ * Chromium, its Xvfb, window manager and x11vnc (when headful); it is the only thing that stops
+ * them. Connected clients (CDP, viewers, API requests) keep the inactivity timer off.
  */
 export class LiveSession {
   private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0, api: 0 };
@@ -126,8 +98,6 @@ export class LiveSession {
   private processRunner?: SessionProcesses;
   private fsWatches?: SessionWatches;
   private browserCurl?: BrowserCurl;
-  /** Every x11vnc this session ran: Xvfb holds their shared memory until it exits. */
-  private readonly vncPids = new Set<number>();
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
@@ -138,6 +108,7 @@ export class LiveSession {
 
   private constructor(
     readonly record: SessionRecord,
+    readonly box: Box,
     private browser: ChromiumProcess,
     readonly display: Display | undefined,
     private vnc: VncServer | undefined,
@@ -181,7 +152,6 @@ export class LiveSession {
   private superviseVnc(): void {
     const vnc = this.vnc;
     if (!vnc || !this.display) return;
-    this.vncPids.add(vnc.pid);
     void vnc.exited.then(async () => {
       if (this.vnc !== vnc || this.stopping) return;
       this.vnc = undefined;
@@ -191,7 +161,7 @@ export class LiveSession {
         display: this.display.number,
         refreshRate: this.record.viewport.refresh_rate,
         env: this.env,
-        spawn: this.deps.spawn,
+        box: this.box,
       }).catch(() => undefined);
       this.superviseVnc();
     });
@@ -202,46 +172,45 @@ export class LiveSession {
    * a pool's fill), its processes at the lowest CPU priority until foreground().
    */
   static async start(record: SessionRecord, deps: RuntimeDeps, prepare?: PrepareFeatures, opts: { background?: boolean } = {}): Promise<LiveSession> {
-    const { dirs, env } = await prepareSessionDirs(deps.sessionsDir, deps.home, record.id);
-    const priority = opts.background ? BackgroundPriority.for(deps.spawn ?? spawnHere) : undefined;
-    const spawn = priority?.spawn ?? deps.spawn;
-    const roots = { home: dirs.home, tmp: dirs.tmp };
+    const dirs = sessionDirs(deps.sessionsDir, record.id);
+    await mkdir(dirs.root, { recursive: true, mode: 0o700 });
+    let box: Box | undefined;
     let display: Display | undefined;
     let vnc: Promise<VncServer> | undefined;
     let features: FeatureLaunch[] = [];
     let chromium: ChromiumProcess | undefined;
     try {
-      features = (await prepare?.({ dirs, insidePath: (p) => deps.sandbox.insidePath(roots, p) })) ?? [];
-      // Everything the daemon put in (a profile, extensions) now belongs to the user the browser runs as.
-      await deps.sandbox.own(roots);
+      box = await deps.boxes.start({ kind: 'session', id: record.id });
+      const priority = opts.background ? BackgroundPriority.forBox(box) : undefined;
+      features = (await prepare?.({ dirs, files: new FileOps(box), box })) ?? [];
+      const env = boxEnv();
       if (!record.headless) {
-        display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env, spawn });
+        display = await deps.displays.start({ width: record.viewport.width, height: record.viewport.height, env, box });
         // The live view's server starts while Chromium does; both only need the display.
-        vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env, spawn });
+        vnc = startVncServer({ display: display.number, refreshRate: record.viewport.refresh_rate, env: boxEnv(display.number), box });
         vnc.catch(() => {});
       }
       const options: ChromiumOptions = {
         executable: deps.chromiumPath,
-        spawn,
-        wrapper: deps.sandbox.wrap(roots, { display: display?.number }),
-        userDataDir: deps.sandbox.homePath(roots, 'user-data'),
-        env: { ...env, ...deps.sandbox.insideEnv(roots), ...(display ? { DISPLAY: `:${display.number}` } : {}) },
+        box,
+        userDataDir: USER_DATA_DIR,
+        env: boxEnv(display?.number),
         headless: record.headless,
         width: record.viewport.width,
         height: record.viewport.height,
         kiosk: record.kiosk_mode,
-        noSandbox: !deps.sandbox.chromiumSandbox.on,
+        noSandbox: !deps.chromiumSandbox,
         logFile: dirs.chromiumLog,
       };
-      chromium = await boot(options, features, record.start_url);
-      // A restart in place (after the hand-over) starts at normal priority.
-      return new LiveSession(record, chromium, display, await vnc, deps, env, features, { ...options, spawn: deps.spawn }, priority);
+      // A browser launched ahead of demand runs at the lowest CPU priority (see foreground()).
+      chromium = await boot({ ...options, onSpawned: () => void priority?.lower() }, features, record.start_url);
+      return new LiveSession(record, box, chromium, display, await vnc, deps, boxEnv(display?.number), features, options, priority);
     } catch (err) {
       await chromium?.close();
       await (await vnc?.catch(() => undefined))?.stop();
       await display?.stop();
-      await killMarked(deps.home, record.id);
       await Promise.allSettled(features.map(async (f) => f.release?.()));
+      await box?.stop();
       await removeTree(dirs.root);
       throw err;
     }
@@ -251,15 +220,9 @@ export class LiveSession {
     return this.record.id;
   }
 
-  /** The session's directories on the daemon's side. */
+  /** The session's directory on the daemon's side. */
   get dirs(): SessionDirs {
     return sessionDirs(this.deps.sessionsDir, this.id);
-  }
-
-  /** A path below dirs.home or dirs.tmp as the browser sees it (the sandbox maps them elsewhere). */
-  insidePath(hostPath: string): string {
-    const { home, tmp } = this.dirs;
-    return this.deps.sandbox.insidePath({ home, tmp }, hostPath);
   }
 
   /** Counts as activity now: a standby browser handed over starts its inactivity countdown afresh. */
@@ -322,23 +285,16 @@ export class LiveSession {
     return this.clients[kind];
   }
 
-  /** Filesystem operations inside this session's sandbox. */
+  /** Filesystem operations inside this session's box, as its user. */
   get files(): FileOps {
-    const dirs = this.dirs;
-    this.fileOps ??= new FileOps(this.deps.sandbox, { home: dirs.home, tmp: dirs.tmp }, {
-      PATH: this.env.PATH!,
-      ...markedEnv(this.deps.home, this.id),
-    });
+    this.fileOps ??= new FileOps(this.box);
     return this.fileOps;
   }
 
-  /** Processes run in this session (its namespace, its user); they end with it. */
+  /** Processes run in this session (its box, its user); they end with it. */
   get processes(): SessionProcesses {
-    const dirs = this.dirs;
     this.processRunner ??= new SessionProcesses({
-      sandbox: this.deps.sandbox,
-      roots: { home: dirs.home, tmp: dirs.tmp },
-      env: { PATH: this.env.PATH!, ...markedEnv(this.deps.home, this.id) },
+      box: this.box,
       display: this.display?.number,
       hold: () => this.hold('api'),
     });
@@ -353,13 +309,13 @@ export class LiveSession {
 
   /** HTTP requests made by this session's browser (its hidden pages are kept between them). */
   get curl(): BrowserCurl {
-    this.browserCurl ??= new BrowserCurl(() => this.chromium.wsUrl);
+    this.browserCurl ??= new BrowserCurl(() => this.chromium);
     return this.browserCurl;
   }
 
-  /** The loopback port of this session's VNC server (headful sessions only). */
-  get vncPort(): number | undefined {
-    return this.vnc?.port;
+  /** This session's VNC server while it runs (headful sessions only). */
+  get vncServer(): VncServer | undefined {
+    return this.vnc;
   }
 
   /**
@@ -375,12 +331,12 @@ export class LiveSession {
       await old?.stop();
       await this.display.resize(viewport.width, viewport.height);
     }
-    await resizeWindows(this.chromium.wsUrl, viewport.width, viewport.height);
+    await resizeWindows(this.chromium, viewport.width, viewport.height);
     // A restart in place launches the browser at the size it has now.
     this.launchOptions.width = viewport.width;
     this.launchOptions.height = viewport.height;
     if (this.display) {
-      this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env, spawn: this.deps.spawn });
+      this.vnc = await startVncServer({ display: this.display.number, refreshRate: viewport.refresh_rate, env: this.env, box: this.box });
       this.superviseVnc();
     }
   }
@@ -400,7 +356,7 @@ export class LiveSession {
     this.restarting = new Promise<void>((resolve) => (done = resolve));
     const release = this.hold('api');
     try {
-      const url = await currentPageUrl(this.browser.wsUrl);
+      const url = await currentPageUrl(this.browser);
       for (const [close, kind] of [...this.closers]) if (kind === 'cdp') close();
       await this.browser.close();
       let added: FeatureLaunch[] = [];
@@ -451,14 +407,9 @@ export class LiveSession {
       this.vnc = undefined;
       await vnc?.stop();
       await this.display?.stop();
-      // Xvfb let go of its x11vnc servers' MIT-SHM segments as it exited: now they can go.
-      await removeSegmentsOf(this.vncPids);
-      // Anything that slipped out of the process groups (crashpad handlers, helpers) goes too. In
-      // the sandbox nothing can: everything ran in the session's PID namespace, which the kernel
-      // empties when its first process ends; the /proc scan (a few thousand file reads on the
-      // event loop) is only needed without one.
-      if (!this.deps.sandbox.enabled) await killMarked(this.deps.home, this.id);
       await Promise.allSettled(this.features.map(async (f) => f.release?.()));
+      // Whatever is left in the box (its PID namespace, its shared memory, its disk) goes with it.
+      await this.box.stop();
       await removeTree(this.dirs.root);
       return { graceful };
     })();

@@ -206,7 +206,7 @@ export class SessionManager {
       background: true,
     }).finally(release);
     try {
-      await warmUp(session.chromium.wsUrl);
+      await warmUp(session.chromium);
     } catch (err) {
       await session.stop();
       throw err;
@@ -301,12 +301,12 @@ export class SessionManager {
       await session.foreground();
       await this.sign(record);
       for (const feature of this.features) {
-        const launched = await feature.handOver?.({ org, body, record, dirs: session.dirs, insidePath: (p) => session.insidePath(p) });
+        const launched = await feature.handOver?.({ org, body, record, dirs: session.dirs, files: session.files, box: session.box });
         if (!launched) continue;
         session.adopt(launched);
-        await launched.started?.({ wsUrl: session.chromium.wsUrl });
+        await launched.started?.({ browser: session.chromium });
       }
-      if (body.start_url) await navigate(session.chromium.wsUrl, body.start_url);
+      if (body.start_url) await navigate(session.chromium, body.start_url);
     } catch (err) {
       this.track(session.stop());
       throw this.startFailed(record, err);
@@ -329,7 +329,12 @@ export class SessionManager {
   /** A started session becomes live: findable, watched for its browser's exit, stored. */
   private async register(session: LiveSession): Promise<BrowserSession> {
     const { record } = session;
-    record.runtime = { chromium_pid: session.chromium.pid, xvfb_pid: session.display?.pid, display: session.display?.number };
+    record.runtime = {
+      chromium_pid: session.chromium.pid,
+      xvfb_pid: session.display?.pid,
+      display: session.display?.number,
+      ...(session.box.uidSlot !== undefined ? { uid_slot: session.box.uidSlot } : {}),
+    };
     try {
       await this.deps.store.update((s) => void s.sessions.push(record));
     } catch (err) {
@@ -381,7 +386,7 @@ export class SessionManager {
     if (restarting.length) {
       const session = this.liveSession(record.id);
       if (!session) throw new NotFoundError(`browser session ${idOrName} has ended`);
-      const ctx = { org, record, dirs: session.dirs, insidePath: (p: string) => session.insidePath(p) };
+      const ctx = { org, record, dirs: session.dirs, files: session.files, box: session.box };
       await this.restart(session, async () => {
         const launches: FeatureLaunch[] = [];
         try {
@@ -389,9 +394,6 @@ export class SessionManager {
             const launched = await f.restart?.(ctx, body);
             if (launched) launches.push(launched);
           }
-          // A PATCH restart writes as root only into the user data (a profile's): that tree, not
-          // the whole home the session's code ran in, becomes the session user's.
-          await this.deps.runtime.sandbox.ownTree(session.dirs.userData);
         } catch (err) {
           await releaseAll(launches);
           throw err;
@@ -612,6 +614,16 @@ export class SessionManager {
   /** The gateway URL of a running session's browser (its cdp_ws_url), for the daemon's own clients that must go through it. */
   cdpUrl(session: LiveSession): string {
     return this.view(session.record).cdp_ws_url;
+  }
+
+  /**
+   * The same gateway URL as programs inside the session's box reach it (the Playwright runner,
+   * the BiDi mapper): the daemon's port on the box's loopback, which its agent forwards here.
+   */
+  cdpUrlInBox(session: LiveSession): string {
+    const url = new URL(this.cdpUrl(session));
+    url.hostname = '127.0.0.1';
+    return url.toString();
   }
 
   /** A session as the API shows it, its jwts derived again if it has left memory (ended). */

@@ -1,10 +1,13 @@
 import type { Viewport } from '../../src/viewport.js';
 
-/** Where a live session's processes are, so a restarted daemon can find what a crashed one left. */
+/** What a live session's box holds, so a restarted daemon can deal with what a crashed one left. */
 export interface SessionRuntimeRecord {
+  /** Pids inside the session's box. */
   chromium_pid?: number;
   xvfb_pid?: number;
   display?: number;
+  /** The uid slot of its box: the owner of its disk's files (a profile saved after a crash is read with it). */
+  uid_slot?: number;
 }
 
 /**

@@ -1,11 +1,8 @@
-import { mkdir, mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { launchChromium } from '../browser/chromium.js';
-import type { Spawner } from '../browser/launcher.js';
-import { markedEnv } from '../browser/procs.js';
-import { removeTree } from '../fs-util.js';
-import type { Sandbox } from '../sandbox/sandbox.js';
+import type { Boxes } from '../box/boxes.js';
+import { BOX_USER } from '../box/box-spec.js';
+import { boxEnv } from '../process/box-env.js';
 import { CdpClient } from '../cdp/cdp-client.js';
 
 /** CDP's Emulation.UserAgentMetadata: what navigator.userAgentData and the Sec-CH-UA headers report. */
@@ -44,29 +41,24 @@ export function withoutHeadless(identity: BrowserIdentity): BrowserIdentity {
 }
 
 /**
- * Asks the browser itself: runs the executable once, headless and without any stealth flag, and
- * reads Browser.getVersion and navigator.userAgentData there, so no version or brand is ever
- * written down here. Its processes carry the home's markers, so a daemon killed meanwhile has
- * them reaped at its next start.
+ * Asks the browser itself: runs the executable once, headless and without any stealth flag, in a
+ * box of its own as sessions' browsers run, and reads Browser.getVersion and
+ * navigator.userAgentData there, so no version or brand is ever written down here.
  */
-export async function probeIdentity(opts: { chromiumPath: string; sandbox: Sandbox; home: string; spawn?: Spawner }): Promise<BrowserIdentity> {
-  const dir = await mkdtemp(join(tmpdir(), 'rbrowse-identity-'));
+export async function probeIdentity(opts: { chromiumPath: string; boxes: Boxes; chromiumSandbox: boolean }): Promise<BrowserIdentity> {
+  const box = await opts.boxes.start({ kind: 'session', id: `identity-${randomUUID()}` });
   try {
-    const roots = { home: join(dir, 'home'), tmp: join(dir, 'tmp') };
-    await Promise.all([mkdir(roots.home), mkdir(roots.tmp)]);
-    await opts.sandbox.own(roots);
     const chromium = await launchChromium({
       executable: opts.chromiumPath,
-      spawn: opts.spawn,
-      wrapper: opts.sandbox.wrap(roots),
-      userDataDir: opts.sandbox.homePath(roots, 'user-data'),
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...opts.sandbox.insideEnv(roots), ...markedEnv(opts.home, 'identity-probe') },
+      box,
+      userDataDir: `${BOX_USER.home}/user-data`,
+      env: boxEnv(),
       headless: true,
       width: 800,
       height: 600,
-      noSandbox: !opts.sandbox.chromiumSandbox.on,
+      noSandbox: !opts.chromiumSandbox,
     });
-    const cdp = await CdpClient.connect(chromium.wsUrl).catch(async (err) => {
+    const cdp = await CdpClient.connect(chromium).catch(async (err) => {
       await chromium.close();
       throw err;
     });
@@ -77,7 +69,7 @@ export async function probeIdentity(opts: { chromiumPath: string; sandbox: Sandb
       await chromium.close();
     }
   } finally {
-    await removeTree(dir);
+    await box.stop();
   }
 }
 

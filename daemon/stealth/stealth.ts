@@ -2,19 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { CreateBrowserBody } from '../../src/api/schemas.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import { navigate } from '../browser/cdp-page.js';
-import type { Sandbox } from '../sandbox/sandbox.js';
+import type { Boxes } from '../box/boxes.js';
 import { probeIdentity, withoutHeadless, type BrowserIdentity } from './identity.js';
 import { initScript } from './init-script.js';
-import type { Spawner } from '../browser/launcher.js';
 import { TargetPatcher } from './target-patcher.js';
 
 export interface StealthDeps {
   chromiumPath: string;
-  /** The probe browser runs as sessions' browsers do: in a namespace, as their user, with Chromium's sandbox when it can. */
-  sandbox: Sandbox;
-  /** The daemon's home: the identity probe's processes carry its markers. */
-  home: string;
-  spawn?: Spawner;
+  /** The probe browser runs as sessions' browsers do: in a box, as its user, with Chromium's sandbox when it can. */
+  boxes: Boxes;
+  chromiumSandbox: boolean;
   log: (msg: string, extra?: object) => void;
 }
 
@@ -72,11 +69,11 @@ export class Stealth implements SessionFeature {
       args: stealthArgs(identity.userAgent),
       // Loaded before the patches were in, the start page would run its scripts unpatched.
       opensStartUrl: true,
-      started: async ({ wsUrl, startUrl }) => {
+      started: async ({ browser, startUrl }) => {
         // After a restart in place the old patcher's browser is gone.
         patcher?.close();
-        patcher = await TargetPatcher.attach(wsUrl, identity, script, this.deps.log);
-        if (startUrl) await patcher.open(startUrl, () => navigate(wsUrl, startUrl));
+        patcher = await TargetPatcher.attach(browser, identity, script, this.deps.log);
+        if (startUrl) await patcher.open(startUrl, () => navigate(browser, startUrl));
       },
       release: () => patcher?.close(),
     };

@@ -1,4 +1,5 @@
 import { within } from '../browser/procs.js';
+import type { DevToolsEndpoint } from '../browser/chromium.js';
 import { CdpClient } from '../cdp/cdp-client.js';
 import type { BrowserIdentity } from './identity.js';
 
@@ -52,12 +53,12 @@ export class TargetPatcher {
 
   /** Connects to the browser and sets up every target there is; resolves once they are. */
   static async attach(
-    wsUrl: string,
+    browser: DevToolsEndpoint,
     identity: BrowserIdentity,
     script: string,
     log: (msg: string, extra?: object) => void,
   ): Promise<TargetPatcher> {
-    const cdp = await CdpClient.connect(wsUrl);
+    const cdp = await CdpClient.connect(browser);
     const patcher = new TargetPatcher(cdp, identity, script, log);
     try {
       cdp.on('Target.attachedToTarget', (params, parent) => patcher.track(patcher.setUp(params, parent)));

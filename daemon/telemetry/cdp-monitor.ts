@@ -1,3 +1,4 @@
+import type { DevToolsEndpoint } from '../browser/chromium.js';
 import { CdpClient } from '../cdp/cdp-client.js';
 import type { Categories } from './config.js';
 import type { TelemetryEvent } from './session-telemetry.js';
@@ -43,8 +44,8 @@ export class CdpMonitor {
     private readonly emit: (event: TelemetryEvent) => void,
   ) {}
 
-  static async start(wsUrl: string, categories: Categories, emit: (event: TelemetryEvent) => void): Promise<CdpMonitor> {
-    const cdp = await CdpClient.connect(wsUrl);
+  static async start(browser: DevToolsEndpoint, categories: Categories, emit: (event: TelemetryEvent) => void): Promise<CdpMonitor> {
+    const cdp = await CdpClient.connect(browser);
     const monitor = new CdpMonitor(cdp, categories, emit);
     monitor.listen();
     await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true });

@@ -2,6 +2,7 @@ import type { TelemetryEnvelope, TelemetryEventsQuery } from '../../src/api/tele
 import { sinceTime } from '../apps/event-log.js';
 import type { EventStream } from '../http/sse.js';
 import type { ListPage } from '../paging.js';
+import type { DevToolsEndpoint } from '../browser/chromium.js';
 import { CdpMonitor } from './cdp-monitor.js';
 import { CDP_CATEGORIES, type Categories } from './config.js';
 
@@ -27,7 +28,7 @@ export class SessionTelemetry {
   private seq = 0;
   private readonly readers = new Set<EventStream>();
   private monitor?: CdpMonitor;
-  private wsUrl?: string;
+  private browser?: DevToolsEndpoint;
 
   constructor(
     public categories: Categories | null,
@@ -60,8 +61,8 @@ export class SessionTelemetry {
   }
 
   /** The browser is up (again): the monitor attaches to it if a CDP category is on. */
-  async browserStarted(wsUrl: string): Promise<void> {
-    this.wsUrl = wsUrl;
+  async browserStarted(browser: DevToolsEndpoint): Promise<void> {
+    this.browser = browser;
     await this.restartMonitor();
   }
 
@@ -95,17 +96,17 @@ export class SessionTelemetry {
     for (const reader of [...this.readers]) reader.end();
     this.monitor?.close();
     this.monitor = undefined;
-    this.wsUrl = undefined;
+    this.browser = undefined;
   }
 
   private async restartMonitor(): Promise<void> {
     this.monitor?.close();
     this.monitor = undefined;
     const c = this.categories;
-    if (!this.wsUrl || !c || !CDP_CATEGORIES.some((k) => c[k])) return;
+    if (!this.browser || !c || !CDP_CATEGORIES.some((k) => c[k])) return;
     const at = Date.now() * 1000;
     try {
-      this.monitor = await CdpMonitor.start(this.wsUrl, c, (e) => this.record(e));
+      this.monitor = await CdpMonitor.start(this.browser, c, (e) => this.record(e));
     } catch (err) {
       this.log('telemetry monitor failed to start', { error: String(err) });
       this.record({ type: 'monitor_init_failed', category: 'monitor', ts: at, source: { kind: 'local_process' }, data: { error: String(err) } });

@@ -78,7 +78,7 @@ export class Telemetry implements SessionFeature {
     this.sessions.set(ctx.record.id, telemetry);
     const id = ctx.record.id;
     return Promise.resolve({
-      started: ({ wsUrl }) => telemetry.browserStarted(wsUrl),
+      started: ({ browser }) => telemetry.browserStarted(browser),
       update: async (patch) => {
         if (patch.telemetry !== undefined) await telemetry.reconfigure(resolveCategories(patch.telemetry, telemetry.categories, 'update'));
       },

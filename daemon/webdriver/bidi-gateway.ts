@@ -2,14 +2,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 import { ServiceUnavailableError } from '../../src/errors.js';
-import { NODE_BINARY } from '../apps/harness-command.js';
+import { BOX_NODE, BOX_RUNTIME } from '../box/box-spec.js';
 import { LineSplitter } from '../line-splitter.js';
-import { RUNNER_FILES, runnerScript } from '../process/node-runner.js';
-import { killGroup } from '../browser/procs.js';
+
 import type { SessionManager } from '../sessions/manager.js';
 
 export const WEBDRIVER_PATH = '/browser/webdriver/session';
-const RUNNER_PATH = runnerScript('webdriver', 'bidi-runner.mjs');
+/** The mapper's runner as the session's box sees it. */
+const RUNNER_PATH = `${BOX_RUNTIME}/daemon/webdriver/bidi-runner.mjs`;
 /** The mapper's start: a Node process and chromium-bidi's import, then its CDP attach (about 0.3 s idle). */
 const READY_TIMEOUT_MS = 20_000;
 const MAX_PAYLOAD = 512 * 1024 * 1024;
@@ -36,17 +36,17 @@ export class BidiGateway {
 
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
     const session = await this.deps.sessions.sessionForToken(url.searchParams.get('jwt'), 'cdp');
-    const mapper = session.processes.helper([NODE_BINARY, RUNNER_PATH], { stdin: true, readOnly: RUNNER_FILES });
+    const mapper = session.processes.helper([BOX_NODE, RUNNER_PATH], { stdin: true });
     const stdin = mapper.stdin as Writable;
     stdin.on('error', () => {});
-    stdin.write(`${this.deps.sessions.cdpUrl(session)}\n`);
+    stdin.write(`${this.deps.sessions.cdpUrlInBox(session)}\n`);
     // Its last words, for the error when it cannot start.
     let stderr = '';
     (mapper.stderr as Readable).on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
     let onLine: (line: string) => void = () => {};
     const lines = new LineSplitter((line) => onLine(line), MAX_LINE);
     (mapper.stdout as Readable).on('data', (chunk: Buffer) => lines.write(chunk));
-    const kill = () => killGroup(mapper.pid!, 'SIGKILL');
+    const kill = () => mapper.kill('SIGKILL');
     socket.once('close', kill);
     try {
       await new Promise<void>((resolve, reject) => {
@@ -55,7 +55,7 @@ export class BidiGateway {
           clearTimeout(timer);
           resolve();
         };
-        void mapper.then(() => {
+        void mapper.exited.then(() => {
           clearTimeout(timer);
           reject(new ServiceUnavailableError(`the WebDriver BiDi mapper could not start: ${stderr.trim().slice(-500) || 'it exited'}`));
         });
@@ -93,7 +93,7 @@ export class BidiGateway {
       };
       client.on('close', kill);
       client.on('error', kill);
-      void mapper.then(close);
+      void mapper.exited.then(close);
     });
   }
 }

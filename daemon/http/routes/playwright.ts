@@ -6,6 +6,6 @@ import { clientGone } from './process.js';
 export function playwrightHandlers(sessions: SessionManager): HandlerGroup<'playwrightExecute'> {
   return {
     playwrightExecute: ({ org, params, body, reply }) =>
-      sessions.withSession(org, params.id, (s) => executePlaywright(s, sessions.cdpUrl(s), body, clientGone(reply))),
+      sessions.withSession(org, params.id, (s) => executePlaywright(s, sessions.cdpUrlInBox(s), body, clientGone(reply))),
   };
 }

@@ -1,0 +1,301 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { execa } from 'execa';
+import { runnerScript } from '../process/node-runner.js';
+import { removeTree } from '../fs-util.js';
+import { markedEnv } from '../browser/procs.js';
+import { sleep } from '../browser/procs.js';
+import { which } from '../../src/system-deps.js';
+import { Box, type BoxHost } from './box.js';
+import { BOX_APP, boxResolvConf, boxSpec, DISK_LAYOUT, type BoxRuntime } from './box-spec.js';
+import { HostPorts } from './host-ports.js';
+import { BoxCgroups, limitsFromEnv, type BoxLimits, type LimitSupport } from './limits.js';
+import { UidSlots, type BoxUids } from './uids.js';
+
+/** The address a box's resolver is pointed at when the host's own is on loopback (pasta forwards it). */
+const DNS_FORWARD = '169.254.1.53';
+/**
+ * Where a root daemon mounts boxes' disks and makes its runtime reachable. bubblewrap runs as the
+ * box's own uid and resolves every path it binds as that uid, so these cannot be below the daemon's
+ * home (0700, by default under /root): /run/rbrowse is 0711, its entries named after the home and
+ * the box, and what is inside each disk is its user's alone (0700).
+ */
+const RUN_DIR = '/run/rbrowse';
+
+export interface BoxesDeps {
+  home: string;
+  /** Where boxes' disks are when the daemon is not root: <dir>/<box id>/ (plain directories). */
+  dir: string;
+  host: BoxHost;
+  log: (msg: string, extra?: object) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What one box is for: a session (with a browser) or an app (its install and actions). */
+export interface BoxRequest {
+  kind: 'session' | 'app';
+  /** The box's id: its session's or invocation's, also its disk's and cgroups' name. */
+  id: string;
+  /** Host directories it sees besides its own (an app's code). */
+  binds?: { host: string; inside: string; writable?: boolean }[];
+  /** An existing disk to use instead of a fresh one (a crashed daemon's session, for its profile's save). */
+  reuseDisk?: boolean;
+  /** The uid slot to take (the one whose uids own a reused disk's files). */
+  slot?: number;
+  /** An app's code at /app: its own disk's (writable, a build), or another box's kept disk (read-only, an invocation's image). */
+  app?: { writable: true } | { image: string };
+  /** More files for its /etc (a build's npm settings). */
+  etcFiles?: [string, string][];
+}
+
+/** What this host lets boxes have (rbrowse doctor, /health). */
+export interface BoxSupport {
+  /** Per-box host uids (root) or the daemon's own uid for every box. */
+  uids: 'per-box' | 'shared';
+  network: { pasta: boolean; why?: string };
+  hostLoopback: boolean;
+  limits: LimitSupport;
+  sessionLimits: BoxLimits;
+  appLimits: BoxLimits;
+}
+
+/** rbrowse's files boxes need, found from where this module runs (sources or bundle). */
+export function boxRuntime(): BoxRuntime {
+  const daemonDir = dirname(dirname(runnerScript('box', 'agent.mjs')));
+  return { node: process.execPath, daemonDir, nodeModules: join(dirname(daemonDir), 'node_modules') };
+}
+
+/** Whether any user may look a path up (every directory above it searchable by others). */
+function traversable(path: string): boolean {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    if (!(statSync(dir).mode & 0o001)) return false;
+    if (dir === '/') return true;
+  }
+}
+
+/**
+ * The runtime as boxes can bind it: where the package lies below a directory others cannot search
+ * (an install in /root), its three parts are bind-mounted read-only under /run/rbrowse once.
+ */
+async function reachableRuntime(runtime: BoxRuntime, tag: string): Promise<{ runtime: BoxRuntime; mounts: string[] }> {
+  const parts = Object.entries(runtime) as [keyof BoxRuntime, string][];
+  if (parts.every(([, p]) => traversable(p))) return { runtime, mounts: [] };
+  const dir = join(RUN_DIR, 'runtime', tag);
+  const out = { ...runtime };
+  const mounts: string[] = [];
+  for (const [key, source] of parts) {
+    const target = join(dir, key);
+    const isFile = statSync(source).isFile();
+    await mkdir(isFile ? dir : target, { recursive: true, mode: 0o755 });
+    if (isFile) await execa('touch', [target]);
+    await execa('mount', ['--bind', source, target]);
+    await execa('mount', ['-o', 'remount,bind,ro', target]);
+    out[key] = target;
+    mounts.push(target);
+  }
+  await execa('chmod', ['0711', RUN_DIR, join(RUN_DIR, 'runtime'), dir]);
+  return { runtime: out, mounts };
+}
+
+/** Whether the host has a route out (pasta needs an interface with a default route to copy). */
+function hasDefaultRoute(): boolean {
+  for (const file of ['/proc/net/route', '/proc/net/ipv6_route']) {
+    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    // IPv4: destination 00000000; IPv6: destination 000...0 with prefix 00.
+    if (file.endsWith('route') && /^\S+\s+00000000\s/m.test(text)) return true;
+    if (file.endsWith('ipv6_route') && /^0{32} 00 /m.test(text)) return true;
+  }
+  return false;
+}
+
+/**
+ * Makes boxes: the one place that knows how (uids, cgroups, disk, network, the view of the host)
+ * and the only one that frees what a box held once it has ended. Built once in the composition root.
+ */
+export class Boxes {
+  private readonly sessionLimits: BoxLimits;
+  private readonly appLimits: BoxLimits;
+  private readonly root = process.getuid?.() === 0;
+  readonly hostPorts: HostPorts;
+  /** A short name for this home in the machine-wide /run/rbrowse. */
+  private readonly tag: string;
+  private readonly live = new Map<string, { box: Box; uids?: BoxUids }>();
+  /** What ended boxes still give back (groups, uids, disks): close() waits for it. */
+  private readonly releasing = new Set<Promise<void>>();
+
+  private constructor(
+    private readonly deps: BoxesDeps,
+    private readonly uids: UidSlots | undefined,
+    private readonly cgroups: BoxCgroups,
+    readonly support: BoxSupport,
+    private readonly runtime: BoxRuntime,
+    private readonly runtimeMounts: string[],
+  ) {
+    this.tag = homeTag(deps.home);
+    this.sessionLimits = support.sessionLimits;
+    this.appLimits = support.appLimits;
+    this.hostPorts = new HostPorts(support.hostLoopback);
+  }
+
+  static async create(deps: BoxesDeps): Promise<Boxes> {
+    const env = deps.env ?? process.env;
+    const root = process.getuid?.() === 0;
+    await mkdir(deps.dir, { recursive: true, mode: 0o700 });
+    const cgroups = await BoxCgroups.detect(deps.home, { root });
+    const pasta = which('pasta', env) !== null;
+    const route = hasDefaultRoute();
+    const network = env.RBROWSE_BOX_NETWORK === 'off'
+      ? { pasta: false, why: 'RBROWSE_BOX_NETWORK=off' }
+      : !pasta
+        ? { pasta: false, why: 'pasta is not installed (apt-get install passt): boxes reach only the host\'s loopback' }
+        : !route
+          ? { pasta: false, why: 'the host has no default route (offline): boxes reach only the host\'s loopback' }
+          : { pasta: true };
+    const support: BoxSupport = {
+      uids: root ? 'per-box' : 'shared',
+      network,
+      hostLoopback: env.RBROWSE_HOST_LOOPBACK !== 'off',
+      limits: cgroups.support,
+      sessionLimits: limitsFromEnv('RBROWSE_SESSION', env),
+      appLimits: limitsFromEnv('RBROWSE_APP', env),
+    };
+    const reachable = root ? await reachableRuntime(boxRuntime(), homeTag(deps.home)) : { runtime: boxRuntime(), mounts: [] };
+    if (root) {
+      await mkdir(join(RUN_DIR, 'disks'), { recursive: true });
+      await execa('chmod', ['0711', RUN_DIR, join(RUN_DIR, 'disks')]);
+    }
+    return new Boxes(deps, root ? new UidSlots() : undefined, cgroups, support, reachable.runtime, reachable.mounts);
+  }
+
+  /** Boxes of this home a crashed daemon left: their processes (a leftover launcher's) and cgroups. */
+  async reap(): Promise<void> {
+    await this.cgroups.removeAll();
+  }
+
+  /** The disk directory of a box (home/ and tmp/ below it). */
+  diskDir(id: string): string {
+    return this.root ? join(RUN_DIR, 'disks', `${this.tag}-${id}`) : join(this.deps.dir, id);
+  }
+
+  async start(req: BoxRequest): Promise<Box> {
+    const limits = req.kind === 'session' ? this.sessionLimits : this.appLimits;
+    const uids = await this.uids?.take(req.slot);
+    const diskDir = this.diskDir(req.id);
+    let box: Box | undefined;
+    try {
+      const procs = await this.cgroups.create(req.id, limits);
+      const mount = this.root && !req.reuseDisk;
+      if (!this.root && !req.reuseDisk) {
+        for (const { path, mode } of DISK_LAYOUT) await mkdir(join(diskDir, path), { recursive: true, mode });
+      }
+      const resolv = boxResolvConf(DNS_FORWARD);
+      const spec = boxSpec({
+        id: req.id,
+        uids,
+        limits,
+        disk: { dir: diskDir, mount },
+        binds: [
+          ...(req.binds ?? []),
+          ...(req.app ? [{ host: 'writable' in req.app ? `${diskDir}/app` : `${this.diskDir(req.app.image)}/app`, inside: BOX_APP, writable: 'writable' in req.app }] : []),
+        ],
+        etcFiles: req.etcFiles,
+        network: { pasta: this.support.network.pasta, ...(resolv.forward ? { dnsForward: resolv.forward } : {}) },
+        markers: markedEnv(this.deps.home, req.id),
+        resolvConf: resolv.text,
+        runtime: this.runtime,
+        cgroupProcs: procs,
+      });
+      box = await Box.start(this.deps.host, spec, { id: req.id, onForwarded: this.hostPorts.connect, log: this.deps.log });
+    } catch (err) {
+      await this.release(req.id, uids, false);
+      throw err;
+    }
+    const started = box;
+    started.uidSlot = uids?.slot;
+    this.live.set(req.id, { box: started, uids });
+    const unfollow = this.hostPorts.add(started);
+    void started.exited.then((exit) => {
+      unfollow();
+      // A box stopped with its disk kept (a profile to save, an app's image) frees it later, in dropDisk().
+      const releasing = this.release(req.id, uids, exit.stopped && this.keptDisks.has(req.id)).catch((err: unknown) =>
+        this.deps.log('box release failed', { box: req.id, error: String(err) }),
+      );
+      this.releasing.add(releasing);
+      void releasing.finally(() => this.releasing.delete(releasing));
+    });
+    return started;
+  }
+
+  private readonly keptDisks = new Set<string>();
+
+  /** Stops a box but keeps its disk mounted (its profile is saved from it next, in another box). */
+  async stopKeepingDisk(box: Box): Promise<void> {
+    this.keptDisks.add(box.id);
+    await box.stop({ keepDisk: true });
+  }
+
+  /** Removes a kept disk (and a crashed daemon's) once nothing needs it. */
+  async dropDisk(id: string): Promise<void> {
+    this.keptDisks.delete(id);
+    if (this.root) await unmount(this.diskDir(id));
+    await removeTree(this.diskDir(id), this.deps.log);
+  }
+
+  /** The disks a crashed daemon left (mounted or not), by box id. */
+  async leftoverDisks(): Promise<string[]> {
+    if (!this.root) return readdir(this.deps.dir).catch(() => [] as string[]);
+    const prefix = `${this.tag}-`;
+    return (await readdir(join(RUN_DIR, 'disks')).catch(() => [] as string[])).filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length));
+  }
+
+  /** A box's memory use now, as its cgroup counts it (its disk's pages included). */
+  memoryUsage(id: string): Promise<number | undefined> {
+    return this.cgroups.memoryUsage(id);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.live.values()].map(({ box }) => box.stop()));
+    while (this.releasing.size) await Promise.allSettled([...this.releasing]);
+    this.hostPorts.close();
+    await this.uids?.freeAll();
+    for (const target of this.runtimeMounts) await execa('umount', ['--lazy', target], { reject: false });
+  }
+
+  /** Once a box has ended: its groups go, then (no process of them left) its uids, then its disk. */
+  private async release(id: string, uids: BoxUids | undefined, keepDisk: boolean): Promise<void> {
+    this.live.delete(id);
+    await this.cgroups.remove(id);
+    if (uids) {
+      await waitUidsGone(uids);
+      await this.uids!.free(uids);
+    }
+    if (!keepDisk) await removeTree(this.diskDir(id), this.deps.log);
+  }
+}
+
+/** Waits (briefly) until no process runs as either uid of a box: the kernel empties a PID namespace asynchronously. */
+async function waitUidsGone(uids: BoxUids, timeoutMs = 5000): Promise<void> {
+  const wanted = new Set([String(uids.agent), String(uids.user)]);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let found = false;
+    for (const name of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(name)) continue;
+      const uid = /^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${name}/status`, 'latin1').catch(() => ''))?.[1];
+      if (uid && wanted.has(uid)) {
+        found = true;
+        break;
+      }
+    }
+    if (!found || Date.now() > deadline) return;
+    await sleep(20);
+  }
+}
+
+async function unmount(dir: string): Promise<void> {
+  await execa('umount', ['--lazy', dir], { reject: false });
+}
+
+const homeTag = (home: string) => createHash('sha256').update(home).digest('hex').slice(0, 12);

@@ -1,0 +1,123 @@
+import { readFile } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
+
+/** How often the host's listening ports are read while boxes run. */
+const POLL_MS = 1000;
+/** Loopback and wildcard addresses in /proc/net/tcp{,6}'s hex form: what a box's localhost should reach. */
+const LOCAL_V4 = new Set(['0100007F', '00000000']);
+const LOCAL_V6 = new Set(['00000000000000000000000001000000', '00000000000000000000000000000000']);
+
+/** TCP ports something listens on on the host's loopback (or on every address), from /proc. */
+export async function hostLoopbackPorts(): Promise<number[]> {
+  const ports = new Set<number>();
+  for (const [file, local] of [['/proc/self/net/tcp', LOCAL_V4], ['/proc/self/net/tcp6', LOCAL_V6]] as const) {
+    const text = await readFile(file, 'latin1').catch(() => '');
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // f[1]: address:port, f[3]: state (0A: LISTEN).
+      if (f[3] !== '0A' || !f[1]) continue;
+      const [addr, port] = f[1].split(':');
+      if (local.has(addr!)) ports.add(parseInt(port!, 16));
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}
+
+/**
+ * The host's loopback services as every box sees them: a page in a session opens
+ * http://localhost:3000 and reaches the developer's server on the host, though the box has a
+ * network namespace of its own. The ports listening on the host's loopback are read from /proc
+ * (every second while boxes run, and at once when one asks: a create, a hand-over), each box's
+ * agent listens on the same ports inside, and the connections it accepts come here, to be
+ * connected to the host. `RBROWSE_HOST_LOOPBACK=off` keeps the host's loopback out of boxes.
+ */
+export class HostPorts {
+  private current: number[] = [];
+  /** Forwarded whatever the setting and the scan say: the daemon's own port. */
+  private pinned: number[] = [];
+  private readonly boxes = new Set<{ forward(ports: number[]): void }>();
+  private timer?: NodeJS.Timeout;
+  private reading?: Promise<void>;
+
+  constructor(private readonly enabled: boolean) {}
+
+  /** Ports every box reaches on the host whatever the scan finds (the daemon's API). */
+  always(ports: number[]): void {
+    this.pinned = ports;
+    for (const box of this.boxes) box.forward(this.wanted());
+  }
+
+  private wanted(): number[] {
+    return [...new Set([...this.pinned, ...(this.enabled ? this.current : [])])];
+  }
+
+  /** A box to keep in step; it gets the current set at once. */
+  add(box: { forward(ports: number[]): void }): () => void {
+    this.boxes.add(box);
+    box.forward(this.wanted());
+    this.schedule();
+    return () => {
+      this.boxes.delete(box);
+      if (!this.boxes.size) this.stopPolling();
+    };
+  }
+
+  /** Reads the host's ports now and tells every box (before a session is handed out). */
+  async refresh(): Promise<void> {
+    if (!this.enabled) return;
+    this.reading ??= (async () => {
+      const ports = await hostLoopbackPorts();
+      if (ports.join() !== this.current.join()) {
+        this.current = ports;
+        for (const box of this.boxes) box.forward(this.wanted());
+      }
+    })().finally(() => (this.reading = undefined));
+    await this.reading;
+  }
+
+  /**
+   * A connection a box accepted on a forwarded port: connected to the same port on the host, over
+   * the same address family first, the other one if nothing listens there (a server on 127.0.0.1
+   * only, reached as localhost over ::1 inside: the box accepted it, so the fallback is ours).
+   */
+  readonly connect = (inside: Socket, port: number, family: 4 | 6): void => {
+    const hosts = family === 6 ? ['::1', '127.0.0.1'] : ['127.0.0.1', '::1'];
+    let outside: Socket | undefined;
+    inside.on('error', () => outside?.destroy());
+    inside.once('close', () => outside?.destroy());
+    const attempt = (i: number) => {
+      const socket = connect({ port, host: hosts[i]! });
+      socket.once('connect', () => {
+        outside = socket;
+        socket.setNoDelay(true);
+        inside.setNoDelay(true);
+        inside.pipe(socket).pipe(inside);
+        socket.on('error', () => inside.destroy());
+        socket.once('close', () => inside.destroy());
+      });
+      socket.once('error', (err: NodeJS.ErrnoException) => {
+        if (outside === socket) return;
+        if (i + 1 < hosts.length && err.code === 'ECONNREFUSED' && !inside.destroyed) attempt(i + 1);
+        else inside.destroy();
+      });
+    };
+    attempt(0);
+  };
+
+  close(): void {
+    this.stopPolling();
+    this.boxes.clear();
+  }
+
+  private schedule(): void {
+    if (!this.enabled || this.timer || !this.boxes.size) return;
+    void this.refresh().catch(() => {});
+    this.timer = setInterval(() => void this.refresh().catch(() => {}), POLL_MS);
+    this.timer.unref();
+  }
+
+  private stopPolling(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
