@@ -6,7 +6,8 @@ import { Auth } from './auth.js';
 import { ComputerControl } from './computer/computer.js';
 import { DisplayAllocator } from './browser/xvfb.js';
 import { ProcessLauncher } from './browser/launcher.js';
-import { Boxes, type BoxSupport } from './box/boxes.js';
+import { Boxes } from './box/boxes.js';
+import type { BoxSupport } from './box/support.js';
 import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
 import { UpgradeRouter } from './http/upgrades.js';
 import { Telemetry } from './telemetry/telemetry.js';
@@ -87,6 +88,7 @@ export interface Daemon {
 /** What an operator must know of this host's boxes: what they cannot have here. */
 function boxNotices(support: BoxSupport): string[] {
   const out: string[] = [];
+  if (!support.namespaces.ok) out.push(`sessions cannot start: ${support.namespaces.why}`);
   if (support.uids === 'shared') out.push('the daemon is not root: every session runs as its uid (in namespaces of its own), without per-session users or a size-capped disk');
   if (!support.network.pasta) out.push(`sessions have no network beyond the host's loopback: ${support.network.why}`);
   for (const [name, s] of Object.entries(support.limits)) if (!s.enforced) out.push(`the per-session ${name} limit is not enforced: ${s.why}`);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { request } from 'node:http';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
+import { statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -89,13 +90,18 @@ describe('a session process killed', () => {
       ancestors.push(pid);
     }
     assert.ok(ancestors.includes(launcher), `the launcher ${launcher} is among the browser's ancestors ${ancestors.join(',')}`);
-    // A headful session's display, window manager and VNC server are the launcher's children too.
+    // A headful session's display, window manager and VNC server are in its box, below the launcher too.
     const headful = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
     for (const name of ['Xvfb', 'matchbox-window', 'x11vnc']) {
       const [pid] = await processesOf(d, headful.session_id, name);
       assert.ok(pid, `the headful session's ${name} runs`);
-      const stat = await readFile(`/proc/${pid}/stat`, 'latin1');
-      assert.equal(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), launcher, `${name}'s parent is the launcher`);
+      const above: number[] = [];
+      for (let p = pid!; p > 1; ) {
+        const stat = await readFile(`/proc/${p}/stat`, 'latin1');
+        p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        above.push(p);
+      }
+      assert.ok(above.includes(launcher), `the launcher ${launcher} is among ${name}'s ancestors ${above.join(',')}`);
     }
     assert.equal((await d.api('DELETE', `/browsers/${headful.session_id}`)).status, 204);
 
@@ -286,7 +292,8 @@ describe('a full disk', () => {
   before(async () => {
     disk = await smallDisk(96);
     if (!disk) return;
-    env = cleanEnv(disk.dir);
+    // Each session's writable directories are a disk of their own, 32 MiB here.
+    env = { ...cleanEnv(disk.dir), RBROWSE_SESSION_DISK: '32m' };
     const started = await execa(CLI, ['daemon', 'start'], { env, extendEnv: false, reject: false });
     assert.equal(started.exitCode, 0, started.stderr);
     baseUrl = started.stdout.trim();
@@ -301,14 +308,18 @@ describe('a full disk', () => {
     assert.deepEqual(left, [], 'the daemon left nothing running');
   });
 
-  test('writes that need space get 503 naming the disk, reads work, state stays parsable, and all works once space is back', async (t) => {
+  test('a session that fills its own disk gets 503s; the host disk and other sessions never notice', async (t) => {
     if (!disk) return t.skip('this machine allows no tmpfs mount');
     const api = (method: string, path: string, body?: unknown) => callApi(baseUrl, method, path, body, key);
-    const s = (await api('POST', '/browsers', { headless: true })).body;
-    assert.ok(s.session_id, JSON.stringify(s));
-    const filler = join(disk.dir, 'filler');
-    await fill(filler);
-    await fill(filler);
+    const [s, other] = [(await api('POST', '/browsers', { headless: true })).body, (await api('POST', '/browsers', { headless: true })).body];
+    assert.ok(s.session_id && other.session_id, JSON.stringify(s));
+    const hostFree = statfsSync('/').bavail * statfsSync('/').bsize;
+    // Its code writes until the disk is full: 64 MiB asked, its 32 MiB given.
+    const dd = await api('POST', `/browsers/${s.session_id}/process/exec`, { command: 'sh', args: ['-c', 'dd if=/dev/zero of=/home/kernel/fill bs=1M count=64 2>&1; df -k /home/kernel | tail -1'] });
+    assert.match(Buffer.from(dd.body.stdout_b64, 'base64').toString(), /No space left on device/);
+    const used = Number(Buffer.from(dd.body.stdout_b64, 'base64').toString().trim().split('\n').pop()!.split(/\s+/)[2]);
+    assert.ok(used <= 33 * 1024, `at most its 32 MiB, ${used} KiB`);
+    assert.ok(hostFree - statfsSync('/').bavail * statfsSync('/').bsize < 16 * 1024 ** 2, 'none of it landed on the host disk');
     const write = await fetch(`${baseUrl}/browsers/${s.session_id}/fs/write_file?path=${encodeURIComponent('/home/kernel/big.bin')}`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' },
@@ -317,7 +328,25 @@ describe('a full disk', () => {
     const writeBody = await write.json();
     assert.equal(write.status, 503, JSON.stringify(writeBody));
     assert.equal(writeBody.code, 'service_unavailable');
-    assert.match(writeBody.message, /no space left/);
+    assert.match(writeBody.message, /no space left on the disk holding the session/);
+    const otherWrite = await fetch(`${baseUrl}/browsers/${other.session_id}/fs/write_file?path=${encodeURIComponent('/home/kernel/ok.bin')}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/octet-stream' },
+      body: new Uint8Array(2 * 1024 * 1024),
+    });
+    assert.equal(otherWrite.status, 204, 'another session writes as before');
+    await api('DELETE', `/browsers/${other.session_id}`);
+  });
+
+  test('state writes that need space get 503 naming the disk, reads work, state stays parsable, and all works once space is back', async (t) => {
+    if (!disk) return t.skip('this machine allows no tmpfs mount');
+    const api = (method: string, path: string, body?: unknown) => callApi(baseUrl, method, path, body, key);
+    const earlier = new Set(((await api('GET', '/browsers')).body as { session_id: string }[]).map((x) => x.session_id));
+    const s = (await api('POST', '/browsers', { headless: true })).body;
+    assert.ok(s.session_id, JSON.stringify(s));
+    const filler = join(disk.dir, 'filler');
+    await fill(filler);
+    await fill(filler);
     // A state document that grows by more than the page a write frees.
     const big = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'v'.repeat(200)]));
     await fill(filler);
@@ -338,7 +367,7 @@ describe('a full disk', () => {
     const renamed = await api('PATCH', `/browsers/${s.session_id}`, { name: 'renamed' });
     assert.equal(renamed.status, 200, renamed.text);
     const expected = [s.session_id, created.body.session_id, ...(during.status === 200 ? [during.body.session_id] : [])];
-    const list = (await api('GET', '/browsers')).body as { session_id: string }[];
+    const list = ((await api('GET', '/browsers')).body as { session_id: string }[]).filter((x) => !earlier.has(x.session_id));
     assert.deepEqual(list.map((x) => x.session_id).sort(), expected.sort(), 'no half-made session is left from the full disk');
     for (const id of expected) await api('DELETE', `/browsers/${id}`);
   });

@@ -341,7 +341,11 @@ describe("Chromium's own sandbox", () => {
         }
         const renderers = browsers.filter((b) => b.args.includes('--type=renderer'));
         assert.ok(renderers.length >= 1, 'a renderer runs');
-        for (const r of renderers) assert.match(r.status, /^Seccomp:\s+2$/m, 'renderers are under seccomp-bpf');
+        // A renderer just forked from the zygote starts its seccomp-bpf sandbox a moment later.
+        for (const r of renderers) {
+          const filtered = await waitFor(async () => /^Seccomp:\s+2$/m.test(await status(r.pid)) || !(await status(r.pid)), 10_000, `renderer ${r.pid} under seccomp`);
+          assert.ok(filtered, 'renderers are under seccomp-bpf');
+        }
         // The filesystem API acts as the same user: what it writes, the browser may write too.
         const put = await fetch(`${d.baseUrl}/browsers/${s.session_id}/fs/write_file?path=${encodeURIComponent('/home/kernel/mine.txt')}`, {
           method: 'PUT',

@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { after, before, describe, test } from 'node:test';
 import Kernel, { ConflictError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import * as tar from 'tar';
 import { findMarkedProcesses } from '../daemon/browser/procs.js';
 import { packUserData, unpackUserData } from '../daemon/profiles/archive.js';
-import { killDaemonHard, ROOT, startTestDaemon, tornDown, waitFor, type ApiResponse, type TestDaemon } from './helpers/daemon.js';
+import { killDaemonHard, startTestDaemon, tornDown, waitFor, type ApiResponse, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
+import { standaloneBox } from './helpers/box.js';
 
 let d: TestDaemon;
 let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
@@ -401,52 +400,64 @@ describe('profiles', { timeout: 600_000 }, () => {
 });
 
 describe('profile archives', () => {
-  test('caches, locks and links stay out; a save killed half way keeps the previous archive', async () => {
+  test('caches, locks and links stay out; a save cut off half way keeps the previous archive', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'rbrowse-archive-'));
+    const b = await standaloneBox();
     try {
-      const userData = join(dir, 'user-data');
       const archive = join(dir, 'profile', 'data.tar');
-      await mkdir(join(userData, 'Default', 'Cache'), { recursive: true });
-      await mkdir(join(userData, 'Default', 'Local Storage', 'leveldb'), { recursive: true });
-      await writeFile(join(userData, 'Default', 'Cookies'), 'v1');
-      await writeFile(join(userData, 'Default', 'Local Storage', 'leveldb', '000003.log'), 'storage');
-      await writeFile(join(userData, 'Default', 'Local Storage', 'leveldb', 'LOCK'), '');
-      await writeFile(join(userData, 'Default', 'Cache', 'data_0'), 'cache');
-      await writeFile(join(userData, 'DevToolsActivePort'), '9222');
-      await symlink('host-pid-1', join(userData, 'SingletonLock'));
-      await symlink('/etc/passwd', join(userData, 'Default', 'planted'));
-      assert.equal(await packUserData(userData, archive), true);
+      // What a browser (or code in the session) leaves in its user data, links to the host included.
+      const made = await b.sh([
+        'set -e; cd /home/kernel/user-data',
+        "mkdir -p Default/Cache 'Default/Local Storage/leveldb'",
+        'printf v1 > Default/Cookies',
+        "printf storage > 'Default/Local Storage/leveldb/000003.log'",
+        ": > 'Default/Local Storage/leveldb/LOCK'",
+        'printf cache > Default/Cache/data_0',
+        'printf 9222 > DevToolsActivePort',
+        'ln -s host-pid-1 SingletonLock',
+        'ln -s /etc/passwd Default/planted',
+      ].join('\n'));
+      assert.equal(made.code, 0, made.stderr);
+      assert.equal(await packUserData(b.files, '/home/kernel/user-data', archive), true);
       const v1 = await readFile(archive);
       assert.deepEqual((await tarEntries(v1)).filter((e) => !e.endsWith('/')).sort(), [
         'Default/Cookies',
         'Default/Local Storage/leveldb/000003.log',
       ]);
 
-      // A save the process dies in: the archive is still v1, whole.
-      await writeFile(join(userData, 'Default', 'Cookies'), 'v2');
-      await writeFile(join(userData, 'Default', 'big'), randomBytes(300 * 1024 * 1024));
-      const child = execa(
-        join(ROOT, 'node_modules', '.bin', 'node'),
-        ['--import', 'tsx', '--input-type=module', '-e',
-          `import { packUserData } from ${JSON.stringify(join(ROOT, 'daemon/profiles/archive.ts'))}; await packUserData(${JSON.stringify(userData)}, ${JSON.stringify(archive)});`],
-        { cwd: ROOT, reject: false },
-      );
+      // A save cut off half way (the session's box ends under it): the archive is still v1, whole.
+      assert.equal((await b.sh('printf v2 > /home/kernel/user-data/Default/Cookies && head -c 300000000 /dev/urandom > /home/kernel/user-data/Default/big')).code, 0);
+      const saving = packUserData(b.files, '/home/kernel/user-data', archive);
       const temp = await waitFor(async () => {
         const names = await readdir(join(dir, 'profile'));
         const t = names.find((n) => n.endsWith('.tmp'));
         return t && (await stat(join(dir, 'profile', t))).size > 1024 * 1024 ? t : null;
       }, 60_000, 'the save to be under way');
-      child.kill('SIGKILL');
-      const result = await child;
-      assert.equal(result.signal, 'SIGKILL', `the save was killed half way (${result.stderr})`);
+      await b.box.stop();
+      await assert.rejects(saving, 'the cut-off save fails');
       assert.ok(temp?.endsWith('.tmp'));
       assert.deepEqual(await readFile(archive), v1, 'the previous archive is untouched');
-      const restored = join(dir, 'restored');
-      await mkdir(restored);
-      assert.equal(await unpackUserData(archive, restored), true);
-      assert.equal(await readFile(join(restored, 'Default', 'Cookies'), 'utf8'), 'v1');
-      assert.equal(await unpackUserData(join(dir, 'none.tar'), restored), false, 'no archive yet');
+      assert.deepEqual((await readdir(join(dir, 'profile'))).filter((n) => n.endsWith('.tmp')), [], 'its temporary file is gone');
     } finally {
+      await b.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('an archive unpacks inside a box, as its user; none yet is no error', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rbrowse-archive-'));
+    const b = await standaloneBox();
+    try {
+      const archive = join(dir, 'data.tar');
+      assert.equal((await b.sh('cd /home/kernel/user-data && mkdir -p Default && printf v1 > Default/Cookies')).code, 0);
+      assert.equal(await packUserData(b.files, '/home/kernel/user-data', archive), true);
+      assert.equal((await b.sh('rm -rf /home/kernel/user-data/Default')).code, 0);
+      assert.equal(await unpackUserData(archive, b.files, '/home/kernel/restored'), true);
+      const back = await b.sh('cat /home/kernel/restored/Default/Cookies; stat -c %U /home/kernel/restored/Default/Cookies');
+      assert.equal(back.stdout, 'v1kernel\n');
+      assert.equal(await unpackUserData(join(dir, 'none.tar'), b.files, '/home/kernel/restored'), false, 'no archive yet');
+    } finally {
+      await b.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

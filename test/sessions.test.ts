@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright';
 import puppeteer from 'puppeteer-core';
@@ -48,8 +46,11 @@ describe('sessions', () => {
     assert.equal(s.browser_live_view_url, undefined);
     const got = await d.api('GET', `/browsers/${s.session_id}`);
     assert.deepEqual(sansUsage(got.body), sansUsage(s));
-    const dir = join(d.home, 'sessions', s.session_id);
-    for (const sub of ['home/user-data', 'home/Downloads', 'home/.config', 'home/.cache', 'tmp']) assert.ok(existsSync(join(dir, sub)), sub);
+    // Its own home and /tmp, inside its box.
+    for (const path of ['/home/kernel/user-data', '/home/kernel/Downloads', '/home/kernel/.config', '/home/kernel/.cache', '/tmp']) {
+      const info = await d.api('GET', `/browsers/${s.session_id}/fs/file_info?path=${encodeURIComponent(path)}`);
+      assert.equal(info.body?.is_dir, true, path);
+    }
     assert.ok((await findMarkedProcesses(d.home, s.session_id)).length > 0, 'its own Chromium runs');
     assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
     // Both go in the background, right after the answer.

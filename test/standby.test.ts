@@ -278,7 +278,9 @@ describe('DELETE answers at once', { timeout: 120_000 }, () => {
 
 describe('learned standby kinds', { timeout: 180_000 }, () => {
   test('a kind created twice is kept ready and served from then on; learn=K caps the kinds; forgotten when no create asks', async () => {
-    const t = await startTestDaemon({ env: { RBROWSE_STANDBY: 'learn=1', RBROWSE_STANDBY_FORGET_SECONDS: '6' } });
+    // Forgotten 20 s after the last create of it: long enough for the learned browser to start
+    // on a loaded machine (with 6 s it was sometimes forgotten before it was ready).
+    const t = await startTestDaemon({ env: { RBROWSE_STANDBY: 'learn=1', RBROWSE_STANDBY_FORGET_SECONDS: '20' } });
     const SMALL = 'headless@1024x768@60';
     const OTHER = 'headless@1440x900@25';
     const standbySet = async () => (await t.api('GET', '/health', undefined, null)).body.standby;
@@ -306,7 +308,7 @@ describe('learned standby kinds', { timeout: 180_000 }, () => {
       assert.equal((await standbySet())[OTHER], undefined);
 
       for (const id of ids) assert.equal((await t.api('DELETE', `/browsers/${id}`)).status, 204);
-      // No create of it for 6 s: forgotten, and its browser (the refill after the third create) stopped.
+      // No create of it for 20 s: forgotten, and its browser (the refill after the third create) stopped.
       await waitFor(async () => (await standbySet())[SMALL] === undefined, 60_000, 'the learned kind to be forgotten');
       const unused = (await standbyIds(t)).filter((id) => !ids.includes(id));
       assert.ok(unused.length >= 1, 'the learned kind was refilled after the create that took it');

@@ -11,7 +11,7 @@ import { paths, readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-cont
 import { covers } from '../operations.js';
 import { printCheck, printJson } from '../output.js';
 import { animated, startDaemonWithProgress, withProgress } from '../progress.js';
-import { Sandbox } from '../../daemon/sandbox/sandbox.js';
+import { detectBoxSupport } from '../../daemon/box/support.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -177,34 +177,58 @@ function stateCheck(): Check {
   return { name: 'state', state: 'ok', detail: main === 'missing' ? `${home} (no state yet)` : stateFile };
 }
 
+/** Size as an operator reads it. */
+const size = (bytes: number) => (bytes >= 1024 ** 3 ? `${+(bytes / 1024 ** 3).toFixed(1)} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`);
+
+/**
+ * What sessions' boxes can have on this machine: their namespaces (needed), per-session users
+ * (a root daemon), a network beyond the host's loopback, Chromium's own sandbox inside, and which
+ * of the per-session limits the host lets the daemon enforce.
+ */
+async function boxChecks(): Promise<Check[]> {
+  const { support } = await detectBoxSupport(paths().home);
+  const checks: Check[] = [];
+  checks.push(
+    support.namespaces.ok
+      ? { name: 'namespaces', state: 'ok', detail: 'each session and app runs in namespaces of its own (user, network, IPC, PID, mount)' }
+      : { name: 'namespaces', state: 'missing', detail: `sessions cannot start: ${support.namespaces.why}` },
+  );
+  checks.push(
+    support.uids === 'per-box'
+      ? { name: 'users', state: 'ok', detail: 'each session and app runs as host users of its own' }
+      : { name: 'users', state: 'warning', detail: 'the daemon is not root: sessions run as its uid (in namespaces of their own)', fix: 'run the daemon as root (sudo) for a user per session and size-capped disks' },
+  );
+  checks.push(
+    support.network.pasta
+      ? { name: 'network', state: 'ok', detail: "pasta gives each session its own network, with the host's loopback services as localhost" }
+      : { name: 'network', state: 'warning', detail: `sessions reach only the host's loopback: ${support.network.why}` },
+  );
+  const chromiumOn = process.env.RBROWSE_CHROMIUM_SANDBOX !== 'off';
+  checks.push(
+    chromiumOn && support.namespaces.ok
+      ? { name: 'chromium-sandbox', state: 'ok', detail: "Chromium runs with its own sandbox inside each session's box" }
+      : { name: 'chromium-sandbox', state: 'warning', detail: chromiumOn ? 'Chromium cannot run with its own sandbox here (no user namespaces)' : 'RBROWSE_CHROMIUM_SANDBOX=off: Chromium runs with --no-sandbox', ...(chromiumOn ? {} : { fix: 'unset RBROWSE_CHROMIUM_SANDBOX' }) },
+  );
+  const limit = support.sessionLimits;
+  const values = { memory: size(limit.memoryBytes), pids: `${limit.pids} tasks`, shm: size(limit.shmBytes), disk: size(limit.diskBytes) };
+  for (const [name, s] of Object.entries(support.limits) as [keyof typeof values, { enforced: boolean; why?: string }][]) {
+    checks.push(
+      s.enforced
+        ? { name: `limit ${name}`, state: 'ok', detail: `${values[name]} per session (RBROWSE_SESSION_${name.toUpperCase()})` }
+        : { name: `limit ${name}`, state: 'warning', detail: `not enforced: ${s.why}` },
+    );
+  }
+  return checks;
+}
+
 /** Everything the daemon needs from this machine, as ✓ / ✗ / ! checks. */
-function doctorChecks(): Check[] {
+async function doctorChecks(): Promise<Check[]> {
   const checks: Check[] = checkSystemDeps().map(({ dep, path }) =>
     path
       ? { name: dep.name, state: 'ok', detail: path }
       : { name: dep.name, state: 'missing', detail: `needed for ${dep.why}`, fix: installCommand([dep]) },
   );
-  // Present is not enough for bubblewrap: it needs root or unprivileged user namespaces.
-  if (checks.some((c) => c.name === 'bwrap' && c.state === 'ok')) {
-    const sandbox = Sandbox.detect({ hide: [], log: () => {} });
-    checks.push(
-      sandbox.enabled
-        ? { name: 'sandbox', state: 'ok', detail: 'bubblewrap runs: each session gets its own mount namespace' }
-        : {
-            name: 'sandbox',
-            state: 'warning',
-            detail: 'bubblewrap cannot run here (no root, no unprivileged user namespaces): sessions fall back to a per-session root without a namespace (see README)',
-            fix: 'run as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)',
-          },
-    );
-    const { on, why, fix } = sandbox.chromiumSandbox;
-    const as = sandbox.user ? ` as uid ${sandbox.user.uid}` : '';
-    checks.push(
-      on
-        ? { name: 'chromium-sandbox', state: 'ok', detail: `Chromium runs with its own sandbox${as}` }
-        : { name: 'chromium-sandbox', state: 'warning', detail: `Chromium runs with --no-sandbox: ${why}`, ...(fix ? { fix } : {}) },
-    );
-  }
+  if (checks.some((c) => c.name === 'bwrap' && c.state === 'ok')) checks.push(...(await boxChecks()));
   checks.push(stateCheck());
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 24;
   checks.push({
@@ -230,7 +254,7 @@ export function doctorCommand(): Command {
         const r = spawnSync('sh', ['-c', cmd], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
         if (r.status !== 0) process.stderr.write(`install failed (exit ${r.status})\n`);
       }
-      const checks = doctorChecks();
+      const checks = await doctorChecks();
       if (checks.some((c) => c.state === 'missing')) process.exitCode = 1;
       if (o.json) return printJson(checks);
       for (const c of checks) printCheck(c.state, c.name, c.fix ? `${c.detail}\n${' '.repeat(14)}fix: ${c.fix}` : c.detail);

@@ -198,7 +198,7 @@ function forward(m) {
 
 /** CPU seconds and resident bytes of a program and everything below it, read here where its pids mean something. */
 async function usage(m) {
-  const root = children.get(m.id)?.child.pid;
+  const root = children.get(m.proc)?.child.pid;
   let cpu = 0;
   let rss = 0;
   if (root) {

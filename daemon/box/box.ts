@@ -44,6 +44,8 @@ export class Box {
   hostPid = 0;
   /** Set once pasta failed: the box has no route out (its loopback forwards still work). */
   networkError?: string;
+  /** pasta's pid on the host (the box's network, outside it). */
+  networkPid?: number;
   /** The uid slot of a per-box-uid box: a crashed daemon's successor reads its disk with the same uids. */
   uidSlot?: number;
 
@@ -74,6 +76,7 @@ export class Box {
           stderr = (stderr + data.toString()).slice(-4000);
         },
         network: (info) => {
+          if (info.ok) box.networkPid = info.pid;
           if (!info.ok) {
             box.networkError = info.message ?? 'pasta stopped';
             opts.log('box network unavailable', { box: box.id, error: box.networkError });
@@ -149,7 +152,10 @@ export class Box {
 
   /** CPU and memory of a process of the box and everything it started. */
   usage(proc: BoxProcess): Promise<{ cpuSeconds: number; rssBytes: number }> {
-    return this.request<{ cpu_seconds: number; rss_bytes: number }>({ op: 'usage' }, proc.id).then((u) => ({ cpuSeconds: u.cpu_seconds, rssBytes: u.rss_bytes }));
+    return this.request<{ cpu_seconds: number; rss_bytes: number }>({ op: 'usage', proc: proc.id }).then((u) => ({
+      cpuSeconds: Number(u.cpu_seconds) || 0,
+      rssBytes: Number(u.rss_bytes) || 0,
+    }));
   }
 
   /** The browser's DevTools endpoint, which the agent closes gracefully should the daemon die. */
@@ -157,9 +163,10 @@ export class Box {
     this.send({ op: 'browser', id: proc.id, port, path });
   }
 
-  /** The host pids of everything in the box (CPU priority of a standby box). */
+  /** The host pids of everything in the box, and of its network (CPU priority of a standby box). */
   async hostPids(): Promise<number[]> {
-    return this.hostPid ? [this.hostPid, ...(await descendants(this.hostPid))] : [];
+    if (!this.hostPid) return [];
+    return [this.hostPid, ...(await descendants(this.hostPid)), ...(this.networkPid ? [this.networkPid] : [])];
   }
 
   /** Ends everything in the box; its disk stays mounted when kept (a profile still to be saved from it). */
@@ -216,6 +223,15 @@ export class Box {
   private died(info: Omit<BoxExit, 'stopped'>, stopped = false): void {
     if (this.ended) return;
     this.ended = true;
+    // pasta outlives the namespace it served (it does not notice it is gone): a box that died
+    // with its launcher takes its network along here.
+    if (this.networkPid) {
+      try {
+        process.kill(this.networkPid, 'SIGKILL');
+      } catch {
+        // Gone with the launcher already.
+      }
+    }
     if (!stopped) this.log('box exited', { box: this.id, code: info.code, signal: info.signal, stderr: info.stderr.slice(-500) });
     this.ready?.reject(new Error(`the box exited before its agent started: ${info.stderr.trim() || info.signal || info.code}`));
     for (const r of this.requests.values()) r.reject(new Error('the box has ended'));

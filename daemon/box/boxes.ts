@@ -7,12 +7,12 @@ import { runnerScript } from '../process/node-runner.js';
 import { removeTree } from '../fs-util.js';
 import { markedEnv } from '../browser/procs.js';
 import { sleep } from '../browser/procs.js';
-import { which } from '../../src/system-deps.js';
 import { Box, type BoxHost } from './box.js';
 import { BOX_APP, boxResolvConf, boxSpec, DISK_LAYOUT, type BoxRuntime } from './box-spec.js';
 import { HostPorts } from './host-ports.js';
-import { BoxCgroups, limitsFromEnv, type BoxLimits, type LimitSupport } from './limits.js';
-import { UidSlots, type BoxUids } from './uids.js';
+import type { BoxCgroups, BoxLimits } from './limits.js';
+import { detectBoxSupport, type BoxSupport } from './support.js';
+import { anyProcessOf, UidSlots, type BoxUids } from './uids.js';
 
 /** The address a box's resolver is pointed at when the host's own is on loopback (pasta forwards it). */
 const DNS_FORWARD = '169.254.1.53';
@@ -48,17 +48,6 @@ export interface BoxRequest {
   app?: { writable: true } | { image: string };
   /** More files for its /etc (a build's npm settings). */
   etcFiles?: [string, string][];
-}
-
-/** What this host lets boxes have (rbrowse doctor, /health). */
-export interface BoxSupport {
-  /** Per-box host uids (root) or the daemon's own uid for every box. */
-  uids: 'per-box' | 'shared';
-  network: { pasta: boolean; why?: string };
-  hostLoopback: boolean;
-  limits: LimitSupport;
-  sessionLimits: BoxLimits;
-  appLimits: BoxLimits;
 }
 
 /** rbrowse's files boxes need, found from where this module runs (sources or bundle). */
@@ -99,17 +88,6 @@ async function reachableRuntime(runtime: BoxRuntime, tag: string): Promise<{ run
   return { runtime: out, mounts };
 }
 
-/** Whether the host has a route out (pasta needs an interface with a default route to copy). */
-function hasDefaultRoute(): boolean {
-  for (const file of ['/proc/net/route', '/proc/net/ipv6_route']) {
-    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-    // IPv4: destination 00000000; IPv6: destination 000...0 with prefix 00.
-    if (file.endsWith('route') && /^\S+\s+00000000\s/m.test(text)) return true;
-    if (file.endsWith('ipv6_route') && /^0{32} 00 /m.test(text)) return true;
-  }
-  return false;
-}
-
 /**
  * Makes boxes: the one place that knows how (uids, cgroups, disk, network, the view of the host)
  * and the only one that frees what a box held once it has ended. Built once in the composition root.
@@ -143,24 +121,7 @@ export class Boxes {
     const env = deps.env ?? process.env;
     const root = process.getuid?.() === 0;
     await mkdir(deps.dir, { recursive: true, mode: 0o700 });
-    const cgroups = await BoxCgroups.detect(deps.home, { root });
-    const pasta = which('pasta', env) !== null;
-    const route = hasDefaultRoute();
-    const network = env.RBROWSE_BOX_NETWORK === 'off'
-      ? { pasta: false, why: 'RBROWSE_BOX_NETWORK=off' }
-      : !pasta
-        ? { pasta: false, why: 'pasta is not installed (apt-get install passt): boxes reach only the host\'s loopback' }
-        : !route
-          ? { pasta: false, why: 'the host has no default route (offline): boxes reach only the host\'s loopback' }
-          : { pasta: true };
-    const support: BoxSupport = {
-      uids: root ? 'per-box' : 'shared',
-      network,
-      hostLoopback: env.RBROWSE_HOST_LOOPBACK !== 'off',
-      limits: cgroups.support,
-      sessionLimits: limitsFromEnv('RBROWSE_SESSION', env),
-      appLimits: limitsFromEnv('RBROWSE_APP', env),
-    };
+    const { support, cgroups } = await detectBoxSupport(deps.home, env);
     const reachable = root ? await reachableRuntime(boxRuntime(), homeTag(deps.home)) : { runtime: boxRuntime(), mounts: [] };
     if (root) {
       await mkdir(join(RUN_DIR, 'disks'), { recursive: true });
@@ -279,19 +240,7 @@ export class Boxes {
 async function waitUidsGone(uids: BoxUids, timeoutMs = 5000): Promise<void> {
   const wanted = new Set([String(uids.agent), String(uids.user)]);
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    let found = false;
-    for (const name of await readdir('/proc').catch(() => [] as string[])) {
-      if (!/^\d+$/.test(name)) continue;
-      const uid = /^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${name}/status`, 'latin1').catch(() => ''))?.[1];
-      if (uid && wanted.has(uid)) {
-        found = true;
-        break;
-      }
-    }
-    if (!found || Date.now() > deadline) return;
-    await sleep(20);
-  }
+  while ((await anyProcessOf(wanted)) && Date.now() < deadline) await sleep(20);
 }
 
 async function unmount(dir: string): Promise<void> {

@@ -102,14 +102,22 @@ export class UidSlots {
     const [pid, started] = (await readFile(file, 'utf8').catch(() => '')).split(' ');
     if (pid && isAlive(Number(pid)) && (await startTime(Number(pid))) === started) return false;
     const uids = new Set([this.base + 2 * slot, this.base + 2 * slot + 1].map(String));
-    for (const name of await readdir('/proc').catch(() => [] as string[])) {
-      if (!/^\d+$/.test(name)) continue;
-      const status = await readFile(`/proc/${name}/status`, 'latin1').catch(() => '');
-      const uid = /^Uid:\s+(\d+)/m.exec(status)?.[1];
-      if (uid && uids.has(uid)) return false;
-    }
-    return true;
+    return !(await anyProcessOf(uids));
   }
+}
+
+/**
+ * Whether a live process runs as one of `uids` (a zombie does not count: it runs nothing, and on
+ * a machine whose init does not reap, an ended box's zombies stay).
+ */
+export async function anyProcessOf(uids: Set<string>): Promise<boolean> {
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, 'latin1').catch(() => '');
+    const uid = /^Uid:\s+(\d+)/m.exec(status)?.[1];
+    if (uid && uids.has(uid) && !/^State:\s+Z/m.test(status)) return true;
+  }
+  return false;
 }
 
 export function uidBaseFromEnv(env: NodeJS.ProcessEnv = process.env): number {

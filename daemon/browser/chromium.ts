@@ -150,6 +150,11 @@ export class ChromiumProcess implements DevToolsEndpoint {
     return this.proc.exited;
   }
 
+  /** Whether its process still runs (its exit not yet seen otherwise). */
+  get running(): boolean {
+    return this.proc.running && !this.box.isStopped;
+  }
+
   /** The http://127.0.0.1:PORT origin of the DevTools endpoint, as pages in the box reach it. */
   get httpOrigin(): string {
     const u = new URL(this.wsUrl);

@@ -80,7 +80,7 @@ export interface BoxEvents {
   /** bubblewrap (and so the whole box) exited without being stopped. */
   exit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void;
   stderr?(data: Buffer): void;
-  network?(info: { ok: boolean; message?: string }): void;
+  network?(info: { ok: boolean; message?: string; pid?: number }): void;
 }
 
 type BoxMessage =
@@ -89,7 +89,7 @@ type BoxMessage =
   | { type: 'box-msg'; box: string; msg: unknown }
   | { type: 'box-exit'; box: string; code: number | null; signal: NodeJS.Signals | null; stderr: string }
   | { type: 'box-stderr'; box: string; data: Uint8Array }
-  | { type: 'box-network'; box: string; ok: boolean; message?: string }
+  | { type: 'box-network'; box: string; ok: boolean; message?: string; pid?: number }
   | { type: 'box-stopped'; box: string };
 
 type Message =
@@ -223,7 +223,7 @@ export class ProcessLauncher {
         box.events.stderr?.(Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength));
         break;
       case 'box-network':
-        box.events.network?.({ ok: m.ok, message: m.message });
+        box.events.network?.({ ok: m.ok, message: m.message, pid: m.pid });
         break;
       case 'box-exit':
         box.started?.reject(new Error(`the box exited at its start (${m.signal ?? m.code}): ${m.stderr.trim()}`));

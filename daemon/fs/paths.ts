@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { BadRequestError } from '../../src/errors.js';
-import { SANDBOX_HOME, SANDBOX_TMP } from '../sandbox/sandbox.js';
+import { BOX_USER } from '../box/box-spec.js';
 
 export const MODE_PATTERN = /^[0-7]{3,4}$/;
 
@@ -22,4 +22,4 @@ export function octalMode(field: string, raw: string): string {
 }
 
 /** The roots of the session's own files, which must never be removed or moved themselves. */
-export const isSessionRoot = (path: string) => path === '/' || path === SANDBOX_HOME || path === SANDBOX_TMP;
+export const isSessionRoot = (path: string) => path === '/' || path === BOX_USER.home || path === '/tmp';

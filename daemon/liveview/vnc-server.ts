@@ -23,9 +23,9 @@ export interface VncRequest {
 /**
  * One x11vnc per headful session, inside its box, listening on a Unix socket there and on no TCP
  * port; the daemon's websocket bridge reaches it only through the box's agent. -safer turns off
- * its remote control (the X11VNC_REMOTE property any X client could set). -threads keeps it from
- * spinning a core; -wait/-defer keep it answering within a refresh interval, while the bridge's
- * pacer caps the rate; -xrandr follows viewport changes.
+ * its remote control (the X11VNC_REMOTE property any X client could set). -wait/-defer keep it
+ * answering within a refresh interval, while the bridge's pacer caps the rate; -xrandr follows
+ * viewport changes.
  */
 export async function startVncServer(req: VncRequest, attempts = 3): Promise<VncServer> {
   // Pacing: the bridge holds each viewer to one update request per refresh interval
@@ -49,7 +49,7 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
         '-nopw',
         '-shared',
         '-forever',
-        '-threads',
+        // No -threads: with it, x11vnc's client thread never answers on a Unix socket.
         '-xrandr',
         '-nonc',
         '-nowireframe',

@@ -220,7 +220,8 @@ export class SessionProcesses {
     }
   }
 
-  spawn(body: ProcessSpawnBody): ProcessSpawnResult {
+  /** Starts a process; answers once it runs (its pid known), or once it could not start (it then shows as exited, 127). */
+  async spawn(body: ProcessSpawnBody): Promise<ProcessSpawnResult> {
     const running = [...this.processes.values()].filter((p) => p.running).length;
     if (running >= RUNNING_MAX) throw new RateLimitError(`this session already runs ${running} processes`, 5);
     const tty = body.allocate_tty === true;
@@ -232,6 +233,7 @@ export class SessionProcesses {
       release();
       this.forgetOldExited();
     });
+    await child.started.catch(() => {});
     return { process_id: proc.id, pid: proc.pid, started_at: proc.startedAt.toISOString() };
   }
 

@@ -22,7 +22,8 @@ const EXCLUDED_FILES = ['*.pma', 'Singleton*', 'DevToolsActivePort', 'lockfile',
  * stdout; nothing at all (exit 3) when the directory is empty or missing.
  */
 const PACK_SCRIPT = [
-  'cd -- "$1" 2>/dev/null || exit 3',
+  '[ -d "$1" ] || exit 3',
+  'cd -- "$1" || exit 4',
   'shift',
   '[ -n "$(ls -A)" ] || exit 3',
   'find . -mindepth 1 "$@" | tar --null --no-recursion --numeric-owner --owner=0 --group=0 -c -f - -T -',
@@ -32,7 +33,8 @@ function findExpression(): string[] {
   const dirs = EXCLUDED_DIRS.flatMap((d, i) => [...(i ? ['-o'] : []), '-name', d]);
   const files = EXCLUDED_FILES.flatMap((f, i) => [...(i ? ['-o'] : []), '-name', f]);
   // Excluded directories are pruned whole; excluded files skipped; of the rest, files and directories printed.
-  return ['-type', 'd', '(', ...dirs, ')', '-prune', '-o', '-type', 'f', '(', ...files, ')', '-o', '(', '-type', 'f', '-o', '-type', 'd', ')', '-print0'];
+  // %P: the path below the directory, as the archive names it (no "./").
+  return ['-type', 'd', '(', ...dirs, ')', '-prune', '-o', '-type', 'f', '(', ...files, ')', '-o', '(', '-type', 'f', '-o', '-type', 'd', ')', '-printf', '%P\\0'];
 }
 
 /**

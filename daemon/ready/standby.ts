@@ -1,7 +1,6 @@
 import { standbyKey, type StandbyEntry, type StandbySet } from '../../src/standby.js';
 import type { Viewport } from '../../src/viewport.js';
 import type { LiveSession } from '../sessions/live-session.js';
-import { signal } from '../browser/procs.js';
 import { Refill } from './refill.js';
 
 export interface StandbyDeps {
@@ -99,7 +98,7 @@ export class Standby {
       const next = list.shift()!;
       // One whose Chromium died a moment ago (its exit not yet seen) is not handed out; its own
       // exit watcher is no longer looking once it left the list, so it is stopped here.
-      if (!next.isStopping && signal(next.chromium.pid, 0)) session = next;
+      if (!next.isStopping && next.chromium.running) session = next;
       else this.retire(next);
     }
     if (session || learnedNow) this.refillSoon();

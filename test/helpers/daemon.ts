@@ -105,7 +105,8 @@ export async function startTestDaemon(opts: { env?: Record<string, string> } = {
         for (const pid of left) process.kill(pid, 'SIGKILL');
         throw new Error(`processes left behind by the daemon of ${home}: ${left.join(', ')}`);
       }
-      await rm(home, { recursive: true, force: true });
+      // RBROWSE_TEST_KEEP=1 keeps a test daemon's home (its log) for a look after the run.
+      if (process.env.RBROWSE_TEST_KEEP !== '1') await rm(home, { recursive: true, force: true });
     },
   };
   return daemon;

@@ -23,7 +23,7 @@ export function processHandlers(sessions: SessionManager): HandlerGroup<ProcessO
   const inSession = sessions.withSession.bind(sessions);
   return {
     processExec: ({ org, params, body, reply }) => inSession(org, params.id, (s) => s.processes.exec(body, clientGone(reply))),
-    processSpawn: ({ org, params, body }) => inSession(org, params.id, async (s) => s.processes.spawn(body)),
+    processSpawn: ({ org, params, body }) => inSession(org, params.id, (s) => s.processes.spawn(body)),
     processStatus: ({ org, params }) => inSession(org, params.id, (s) => s.processes.get(params.process_id).status()),
     processStdin: ({ org, params, body }) =>
       inSession(org, params.id, async (s) => {
