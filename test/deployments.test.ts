@@ -8,12 +8,14 @@ import { after, before, describe, test } from 'node:test';
 import type { Multipart } from '@fastify/multipart';
 import Kernel from '@onkernel/sdk';
 import { ZipArchive } from 'archiver';
-import { execa } from 'execa';
 import { appFiles, zipFiles } from '../cli/app-zip.js';
-import { Deployments } from '../daemon/apps/deployments.js';
+import { Deployments, imageOf } from '../daemon/apps/deployments.js';
 import { EventLog, sinceTime } from '../daemon/apps/event-log.js';
-import { appBaseEnv, harnessArgs, NODE_BINARY } from '../daemon/apps/harness-command.js';
+import { appBaseEnv, harnessArgs } from '../daemon/apps/harness-command.js';
+import { ProcessLauncher } from '../daemon/browser/launcher.js';
 import { findMarkedProcesses, isAlive } from '../daemon/browser/procs.js';
+import { Boxes } from '../daemon/box/boxes.js';
+import { ActionRun } from '../daemon/invocations/action-run.js';
 import { EventStream } from '../daemon/http/sse.js';
 import { Store } from '../daemon/store.js';
 import { ROOT, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
@@ -68,17 +70,23 @@ async function followAll(kernel: Kernel, id: string): Promise<any[]> {
   return events;
 }
 
-/** Runs the harness as the invocations do: one action of a deployed app, result over IPC. */
-async function runHarness(dir: string, entrypoint: string, app: string, action: string, env: Record<string, string>) {
-  return execa(NODE_BINARY, harnessArgs('run', entrypoint, app, action), {
-    cwd: dir,
-    env: { ...appBaseEnv(), ...env },
-    extendEnv: false,
-    ipc: true,
-    serialization: 'json',
-    reject: false,
-    timeout: 120_000,
-  });
+/** Invokes an action of the sample app through the API, as a Kernel user would; its logs too. */
+async function invoke(kernel: Kernel, action: string, payload?: unknown): Promise<{ status: string; output?: unknown; reason?: string; logs: string[] }> {
+  const r = await kernel.invocations.create({ app_name: 'sample', version: 'latest', action_name: action, ...(payload !== undefined ? { payload: JSON.stringify(payload) } : {}) });
+  const done = r.status === 'running' || r.status === 'queued' ? await waitFor(async () => {
+    const now = await kernel.invocations.retrieve(r.id);
+    return now.status === 'succeeded' || now.status === 'failed' ? now : undefined;
+  }, 120_000, `invocation ${r.id}`) : r;
+  const logs: string[] = [];
+  for await (const e of await kernel.invocations.follow(r.id)) if ((e as any).event === 'log') logs.push((e as any).message);
+  return { status: done!.status, output: done!.output ? JSON.parse(done!.output) : undefined, reason: done!.status_reason ?? undefined, logs };
+}
+
+/** Where a deployment's installed code is: its image, a box disk (mounted from /proc/mounts' point of view). */
+async function imageDir(id: string): Promise<string | undefined> {
+  const mounts = await readFile('/proc/mounts', 'utf8');
+  const dir = mounts.split('\n').map((l) => l.split(' ')[1]!).find((m) => m?.endsWith(`-${imageOf(id)}`));
+  return dir && `${dir}/app`;
 }
 
 describe('deployments over HTTP, the SDK and the CLI', () => {
@@ -174,42 +182,30 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.match(noName.body.message, /app_version/);
   });
 
-  test('the harness runs actions of the deployed app: echo over IPC, a throw as an error, logs on stdio', async () => {
-    const dir = join(d.home, 'apps', sdkDeployment);
+  test('actions of the deployed app run: echo returns its payload, a throw is an error, logs are stdout and stderr', async () => {
     const payload = { hello: 'world', n: [1, 2, 3] };
-    const echo = await runHarness(dir, 'index.ts', 'sample', 'echo', {
-      KERNEL_API_KEY: d.apiKey,
-      RBROWSE_PAYLOAD: JSON.stringify(payload),
-      RBROWSE_INVOCATION_ID: 'inv-1',
-    });
-    assert.equal(echo.exitCode, 0, echo.stderr as string);
-    assert.deepEqual(echo.ipcOutput, [{ type: 'result', output: JSON.stringify(payload) }]);
+    const echo = await invoke(kernel, 'echo', payload);
+    assert.equal(echo.status, 'succeeded', echo.reason);
+    assert.deepEqual(echo.output, payload);
 
-    const thrown = await runHarness(dir, 'index.ts', 'sample', 'throw', { KERNEL_API_KEY: d.apiKey, RBROWSE_PAYLOAD: '{"message":"nope"}' });
-    assert.equal(thrown.exitCode, 1);
-    assert.equal((thrown.ipcOutput[0] as any).type, 'error');
-    assert.equal((thrown.ipcOutput[0] as any).message, 'nope');
+    const thrown = await invoke(kernel, 'throw', { message: 'nope' });
+    assert.equal(thrown.status, 'failed');
+    assert.equal(thrown.reason, 'nope');
 
-    const logged = await runHarness(dir, 'index.ts', 'sample', 'log', { KERNEL_API_KEY: d.apiKey, RBROWSE_PAYLOAD: '{"lines":2}' });
-    assert.deepEqual(logged.ipcOutput, [{ type: 'result', output: '{"lines":2}' }]);
-    assert.equal(logged.stdout, 'stdout line 1\nstdout line 2', 'stdout is the app’s own');
-    assert.equal(logged.stderr, 'stderr line 1\nstderr line 2');
+    const logged = await invoke(kernel, 'log', { lines: 2 });
+    assert.deepEqual(logged.output, { lines: 2 });
+    assert.deepEqual([...logged.logs].sort(), ['stderr line 1', 'stderr line 2', 'stdout line 1', 'stdout line 2']);
 
-    const env = await runHarness(dir, 'index.ts', 'sample', 'env', { KERNEL_API_KEY: d.apiKey, SAMPLE_GREETING: 'hi' });
-    assert.deepEqual(env.ipcOutput, [{ type: 'result', output: '{"name":"SAMPLE_GREETING","value":"hi"}' }]);
+    const env = await invoke(kernel, 'env', { name: 'HOME' });
+    assert.deepEqual(env.output, { name: 'HOME', value: '/home/kernel' }, 'a home of its own');
   });
 
   test('browser-title creates a browser through the daemon, reads a page title over CDP and deletes it', async () => {
     const pages = await startFixtureServer();
     try {
-      const dir = join(d.home, 'apps', sdkDeployment);
-      const r = await runHarness(dir, 'index.ts', 'sample', 'browser-title', {
-        KERNEL_API_KEY: d.apiKey,
-        KERNEL_BASE_URL: d.baseUrl,
-        RBROWSE_PAYLOAD: JSON.stringify({ url: `${pages.url}/hello.html` }),
-      });
-      assert.equal(r.exitCode, 0, `${r.stderr} ${JSON.stringify(r.ipcOutput)}`);
-      const output = JSON.parse((r.ipcOutput[0] as any).output);
+      const r = await invoke(kernel, 'browser-title', { url: `${pages.url}/hello.html` });
+      assert.equal(r.status, 'succeeded', r.reason);
+      const output = r.output as { title: string; session_id: string };
       assert.equal(output.title, 'rbrowse fixture');
       const session = await d.api('GET', `/browsers/${output.session_id}?include_deleted=true`);
       assert.ok(session.body.deleted_at, 'the action deleted its browser');
@@ -237,7 +233,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.match(out.stdout, /loading index\.ts/);
     assert.match(out.stdout, /app sample \(version 1\.0\.0\): echo, throw, sleep, log, env, browser-title/);
     assert.match(out.stdout, new RegExp(`deployment ${id} running: sample \\(version 1\\.0\\.0\\)`));
-    const dir = join(d.home, 'apps', id);
+    const dir = (await imageDir(id))!;
     assert.ok(existsSync(join(dir, 'index.ts')) && existsSync(join(dir, 'cdp.ts')), 'the app is unpacked');
     assert.ok(!existsSync(join(dir, 'scratch.local.txt')), 'the .gitignore’d file was not uploaded');
 
@@ -359,9 +355,9 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.equal(events.at(-1)!.deployment.status, 'running', JSON.stringify(events.filter((e) => e.event !== 'log')));
     assert.ok(events.some((e) => e.event === 'log' && e.message === '$ npm install --no-audit --no-fund --no-update-notifier'));
     assert.ok(events.some((e) => e.event === 'log' && e.message === `postinstall on node ${process.version}`), 'npm and its scripts run on the daemon’s Node');
-    const dir = join(d.home, 'apps', created.id);
-    const r = await runHarness(dir, 'index.ts', 'withdeps', 'greet', { KERNEL_API_KEY: d.apiKey });
-    assert.deepEqual(r.ipcOutput, [{ type: 'result', output: '"hi from local-lib"' }]);
+    const r = await kernel.invocations.create({ app_name: 'withdeps', version: 'latest', action_name: 'greet' });
+    assert.equal(r.status, 'succeeded', r.status_reason ?? undefined);
+    assert.equal(r.output, '"hi from local-lib"');
     assert.equal((await d.api('DELETE', `/deployments/${created.id}`)).status, 204);
   });
 
@@ -400,11 +396,12 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
   test('a daemon that dies mid-build fails that build on restart; running deployments stay usable', async () => {
     const hang = { 'index.ts': `${oneActionApp('hangs')}\nawait new Promise((r) => setTimeout(r, 600_000));\n`, 'package.json': '{"type":"module"}' };
     const building = await kernel.deployments.create({ file: zipFile(await zipOf(hang)), entrypoint_rel_path: 'index.ts' });
-    await waitFor(async () => (await findMarkedProcesses(d.home, `deployment-${building.id}`)).length > 0, 60_000, 'the build to load the app');
+    await waitFor(async () => (await findMarkedProcesses(d.home, imageOf(building.id))).length > 0, 60_000, 'the build to load the app');
     const pid = JSON.parse((await d.cli(['daemon', 'status', '--json'])).stdout).pid;
     process.kill(pid, 'SIGKILL');
     await waitFor(() => !isAlive(pid), 10_000, 'the daemon to die');
-    assert.ok((await findMarkedProcesses(d.home)).length > 0, 'the build’s child outlives the daemon');
+    // The launcher, alone, ends the boxes it started: nothing of the build outlives the daemon for long.
+    await waitFor(async () => (await findMarkedProcesses(d.home)).length === 0, 20_000, 'the orphaned build to end');
 
     const started = await d.cli(['daemon', 'start']);
     assert.equal(started.exitCode, 0, started.stderr);
@@ -423,15 +420,12 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.deepEqual(apps.map((a: any) => a.deployment), [sdkDeployment]);
     const afterRestart = await followAll(kernel, sdkDeployment);
     assert.deepEqual(afterRestart.map((e) => e.event), ['app_version_summary', 'deployment_state']);
-    const echo = await runHarness(join(d.home, 'apps', sdkDeployment), 'index.ts', 'sample', 'echo', {
-      KERNEL_API_KEY: d.apiKey,
-      RBROWSE_PAYLOAD: '"still here"',
-    });
-    assert.deepEqual(echo.ipcOutput, [{ type: 'result', output: '"still here"' }], 'its code survived the restart');
+    const echo = await invoke(kernel, 'echo', 'still here');
+    assert.deepEqual(echo.output, 'still here', 'its code survived the restart');
 
     // A graceful stop cancels a build too, and says so.
     const second = await kernel.deployments.create({ file: zipFile(await zipOf(hang)), entrypoint_rel_path: 'index.ts' });
-    await waitFor(async () => (await findMarkedProcesses(d.home, `deployment-${second.id}`)).length > 0, 60_000, 'the second build');
+    await waitFor(async () => (await findMarkedProcesses(d.home, imageOf(second.id))).length > 0, 60_000, 'the second build');
     assert.equal((await d.cli(['daemon', 'stop'])).exitCode, 0);
     assert.deepEqual(await findMarkedProcesses(d.home), [], 'the stop killed the build');
     const state = JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
@@ -446,15 +440,22 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
 describe('Deployments.resolveAction against a real deployed app (in-process)', () => {
   let home: string;
   let deployments: Deployments;
+  let launcher: ProcessLauncher;
+  let boxes: Boxes;
   const org = { id: 'org-a', name: 'a', created_at: new Date().toISOString() };
   const otherOrg = { id: 'org-b', name: 'b', created_at: new Date().toISOString() };
 
   before(async () => {
     home = await mkdtemp(join(tmpdir(), 'rbrowse-deployments-'));
-    deployments = new Deployments({ store: await Store.open(join(home, 'state.json')), dir: join(home, 'apps'), log: () => {} });
+    launcher = new ProcessLauncher({ home, log: () => {} });
+    boxes = await Boxes.create({ home, dir: join(home, 'boxes'), host: launcher, log: () => {} });
+    deployments = new Deployments({ store: await Store.open(join(home, 'state.json')), dir: join(home, 'apps'), boxes, log: () => {} });
   });
   after(async () => {
     await deployments?.close();
+    for (const id of (await boxes?.leftoverDisks()) ?? []) await boxes.dropDisk(id);
+    await boxes?.close();
+    launcher?.close();
     await rm(home, { recursive: true, force: true });
   });
 
@@ -490,8 +491,6 @@ describe('Deployments.resolveAction against a real deployed app (in-process)', (
       app_name: 'sample',
       version: '2.0.0',
       action_name: 'echo',
-      dir: join(home, 'apps', dep.id),
-      entrypoint: join(home, 'apps', dep.id, 'index.ts'),
       entrypoint_rel_path: 'index.ts',
       env_vars: { SAMPLE_GREETING: 'hello' },
     });
@@ -504,12 +503,21 @@ describe('Deployments.resolveAction against a real deployed app (in-process)', (
     const second = await deploy({ version: '2.0.0' });
     assert.equal(second.status, 'running');
     assert.equal(deployments.get(org, first.deployment_id).status, 'stopped');
-    assert.ok(existsSync(first.entrypoint), 'held code stays');
-    const r = await runHarness(first.dir, first.entrypoint, 'sample', 'echo', { KERNEL_API_KEY: 'k', RBROWSE_PAYLOAD: '[1]' });
-    assert.deepEqual(r.ipcOutput, [{ type: 'result', output: '[1]' }]);
+    const image = boxes.diskDir(imageOf(first.deployment_id));
+    assert.ok(existsSync(join(image, 'app', 'index.ts')), 'held code stays');
+    const run = await ActionRun.start({
+      boxes,
+      id: `test-run-${Date.now()}`,
+      image: await deployments.image(first.deployment_id),
+      args: harnessArgs('run', 'index.ts', 'sample', 'echo'),
+      env: { ...appBaseEnv(), KERNEL_API_KEY: 'k', RBROWSE_PAYLOAD: '[1]' },
+      onLog: () => {},
+    });
+    assert.deepEqual(await run.outcome, { status: 'succeeded', output: '[1]' });
+    await run.stop();
     release();
     release(); // idempotent
-    await waitFor(() => !existsSync(first.dir), 10_000, 'the released code to be removed');
+    await waitFor(() => !existsSync(image), 10_000, 'the released code to be removed');
     assert.equal(deployments.resolveAction(org, 'sample', 'latest', 'echo').deployment_id, second.id);
   });
 });

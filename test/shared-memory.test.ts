@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { killDaemonHard, sessionProcessesNamed, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { killGroup } from '../daemon/browser/procs.js';
+import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
-/** The System V shared memory segments each of `pids` created (x11vnc's MIT-SHM with Xvfb). */
-async function segmentsOf(pids: number[]): Promise<number> {
+/** The System V shared memory segments of the caller's IPC namespace (the host's, for this test). */
+async function hostSegments(): Promise<Set<string>> {
   const [header, ...rows] = (await readFile('/proc/sysvipc/shm', 'utf8')).trim().split('\n');
-  const cpid = header!.trim().split(/\s+/).indexOf('cpid');
-  return rows.filter((r) => pids.includes(Number(r.trim().split(/\s+/)[cpid]))).length;
+  const id = header!.trim().split(/\s+/).indexOf('shmid');
+  return new Set(rows.map((r) => r.trim().split(/\s+/)[id]!));
 }
 
 let d: TestDaemon;
@@ -18,29 +20,46 @@ after(async () => {
   await d?.stop();
 });
 
-const x11vnc = (id: string) => sessionProcessesNamed(d.home, id, 'x11vnc');
+const sh = async (id: string, script: string) => {
+  const r = await d.api('POST', `/browsers/${id}/process/exec`, { command: 'sh', args: ['-c', script] });
+  assert.equal(r.status, 200, r.text);
+  return { code: r.body.exit_code as number, out: Buffer.from(r.body.stdout_b64, 'base64').toString() };
+};
 
-test("a killed x11vnc's shared memory does not outlive its session, nor a crashed daemon's leftovers", { timeout: 120_000 }, async () => {
-  // An x11vnc killed -9 is restarted; both its segments and its successor's go with the session.
-  const first = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
-  const [killed] = (await waitFor(async () => ((await x11vnc(first.session_id)).length ? x11vnc(first.session_id) : undefined), 20_000, 'x11vnc'))!;
-  assert.ok((await segmentsOf([killed!])) > 0, 'x11vnc shares memory with Xvfb (else this test proves nothing)');
-  process.kill(killed!, 'SIGKILL');
-  const [successor] = (await waitFor(async () => {
-    const now = await x11vnc(first.session_id);
-    return now.length && !now.includes(killed!) ? now : undefined;
-  }, 20_000, 'x11vnc restarted'))!;
-  assert.equal((await d.api('DELETE', `/browsers/${first.session_id}`)).status, 204);
-  await tornDown(d, first.session_id);
-  assert.equal(await segmentsOf([killed!, successor!]), 0);
+test("a session's shared memory is its own: no other session and no local user sees or attaches it", { timeout: 120_000 }, async () => {
+  // The control: an Xvfb and x11vnc of the host's own share memory the host can see.
+  const before = await hostSegments();
+  const xvfb = spawn('Xvfb', [':87', '-screen', '0', '640x480x24', '-nolisten', 'tcp'], { stdio: 'ignore', detached: true });
+  const vnc = spawn('x11vnc', ['-display', ':87', '-rfbport', '0', '-nopw', '-forever', '-quiet'], { stdio: 'ignore', detached: true });
+  try {
+    await waitFor(async () => [...(await hostSegments())].some((s) => !before.has(s)), 20_000, "the host's own x11vnc to share memory");
+  } finally {
+    killGroup(vnc.pid!, 'SIGKILL');
+    killGroup(xvfb.pid!, 'SIGKILL');
+  }
+  await sleep(500);
+  const baseline = await hostSegments();
 
-  // A crashed daemon's headful session: the restart reaps its processes and their segments.
-  const second = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
-  const left = (await waitFor(async () => ((await x11vnc(second.session_id)).length ? x11vnc(second.session_id) : undefined), 20_000, 'x11vnc'))!;
-  assert.ok((await segmentsOf(left)) > 0);
-  await killDaemonHard(d);
-  const restarted = await d.cli(['daemon', 'start']);
-  assert.equal(restarted.exitCode, 0, restarted.stderr);
-  d.baseUrl = restarted.stdout.trim();
-  assert.equal(await segmentsOf(left), 0);
+  const a = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
+  const b = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
+  try {
+    // Inside A: its x11vnc and Xvfb share memory (MIT-SHM), and a POSIX segment of its own.
+    const inA = await waitFor(async () => {
+      const r = await sh(a.session_id, 'ipcs -m | grep -c "^0x" ; printf secret > /dev/shm/a-secret');
+      return Number(r.out.trim()) > 0 ? r : undefined;
+    }, 20_000, "A's shared memory");
+    assert.ok(inA);
+
+    // Seen from the host (any local user): none of it.
+    const host = await hostSegments();
+    assert.deepEqual([...host].filter((s) => !baseline.has(s)), [], "none of A's segments is in the host's IPC namespace");
+    // Seen from B: not A's /dev/shm, and (its own IPC namespace) segments of its own only.
+    const fromB = await sh(b.session_id, 'ls -a /dev/shm; ipcs -m -c');
+    assert.doesNotMatch(fromB.out, /a-secret/);
+    assert.equal((await sh(a.session_id, 'cat /dev/shm/a-secret')).out, 'secret', 'while A has it');
+  } finally {
+    await d.api('DELETE', `/browsers/${a.session_id}`);
+    await d.api('DELETE', `/browsers/${b.session_id}`);
+  }
+  assert.deepEqual([...(await hostSegments())].filter((s) => !baseline.has(s)), [], 'nothing of theirs is left in the host either');
 });

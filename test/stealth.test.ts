@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import { DisplayAllocator } from '../daemon/browser/xvfb.js';
-import { killGroup } from '../daemon/browser/procs.js';
+import { boxEnv } from '../daemon/process/box-env.js';
+import { standaloneBox } from './helpers/box.js';
 import { resolveChromium } from '../src/system-deps.js';
 import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer, type SeenRequest } from './helpers/fixtures.js';
@@ -45,26 +42,26 @@ after(async () => {
   await d?.stop();
 });
 
-/** Runs detect.html in a Chromium of our own on its own display, as a person would: no CDP, no automation flag. */
+/**
+ * Runs detect.html in a Chromium of our own on its own display, as a person would: no CDP, no
+ * automation flag. It runs in a box as sessions do (same display stack, same user), started by hand.
+ */
 async function plainBrowserReport(): Promise<{ report: Report; requests: SeenRequest[] }> {
-  const dir = await mkdtemp(join(tmpdir(), 'rbrowse-stealth-reference-'));
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8' };
-  const display = await new DisplayAllocator().start({ ...VIEWPORT, env });
-  const first = fixtures.requests.length;
-  const browser = spawn(resolveChromium(), [
-    ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
-    '--no-first-run', '--no-default-browser-check', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--disable-breakpad', '--disable-crash-reporter', '--password-store=basic', '--ozone-platform=x11', `--user-data-dir=${join(dir, 'user-data')}`,
-    `--window-size=${VIEWPORT.width},${VIEWPORT.height}`, '--window-position=0,0',
-    `${fixtures.url}${DETECT}&post=/report`,
-  ], { env: { ...env, DISPLAY: `:${display.number}` }, stdio: 'ignore', detached: true });
+  const b = await standaloneBox();
   try {
+    const env = boxEnv();
+    const display = await new DisplayAllocator().start({ ...VIEWPORT, env, box: b.box });
+    const first = fixtures.requests.length;
+    b.box.spawn([resolveChromium(),
+      '--no-first-run', '--no-default-browser-check', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--disable-breakpad', '--disable-crash-reporter', '--password-store=basic', '--ozone-platform=x11', '--user-data-dir=/home/kernel/user-data',
+      `--window-size=${VIEWPORT.width},${VIEWPORT.height}`, '--window-position=0,0',
+      `${fixtures.url}${DETECT}&post=/report`,
+    ], { env: boxEnv(display.number), stdout: false, stderr: false });
     const posted = await waitFor(() => fixtures.requests.slice(first).find((r) => r.path === '/report'), REPORT_MS, 'the reference report');
     return { report: JSON.parse(posted!.body!) as Report, requests: fixtures.requests.slice(first) };
   } finally {
-    killGroup(browser.pid!, 'SIGKILL');
-    await display.stop();
-    await rm(dir, { recursive: true, force: true });
+    await b.close();
   }
 }
 

@@ -153,7 +153,7 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
     ...OTHER_ALLOWED.flatMap((p) => ['--ro-bind-try', p, p]),
     '--proc', '/proc',
     '--dev', '/dev',
-    '--size', String(limits.shmBytes), '--tmpfs', '/dev/shm',
+    '--size', String(limits.shmBytes), '--tmpfs', '/dev/shm', '--chmod', '1777', '/dev/shm',
     '--tmpfs', '/run',
     '--symlink', '/tmp', '/var/tmp',
   ];

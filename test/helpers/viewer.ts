@@ -47,9 +47,10 @@ export async function pngPixels(page: Page, png: Buffer, points: [number, number
  * Every TCP socket in LISTEN state that a process of this session holds, as "address:port" (hex
  * address as in /proc/net/tcp). Used to prove nothing of a session listens beyond loopback.
  */
-export async function listeningSockets(home: string, sessionId: string): Promise<string[]> {
+export async function listeningSockets(home: string, sessionId: string): Promise<{ host: string[]; own: string[] }> {
   const inodes = new Set<string>();
-  for (const pid of await findMarkedProcesses(home, sessionId)) {
+  const pids = await findMarkedProcesses(home, sessionId);
+  for (const pid of pids) {
     const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
     for (const fd of fds) {
       const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
@@ -57,14 +58,23 @@ export async function listeningSockets(home: string, sessionId: string): Promise
       if (m) inodes.add(m[1]!);
     }
   }
-  const found: string[] = [];
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    const lines = (await readFile(table, 'utf8').catch(() => '')).trim().split('\n').slice(1);
-    for (const line of lines) {
-      const cols = line.trim().split(/\s+/);
-      const [, local, , state, , , , , , inode] = cols;
-      if (state === '0A' && inodes.has(inode!)) found.push(local!);
+  const listening = async (tables: string[]) => {
+    const found: string[] = [];
+    for (const table of tables) {
+      const lines = (await readFile(table, 'utf8').catch(() => '')).trim().split('\n').slice(1);
+      for (const line of lines) {
+        const [, local, , state, , , , , , inode] = line.trim().split(/\s+/);
+        if (state === '0A' && inodes.has(inode!)) found.push(local!);
+      }
     }
-  }
-  return found;
+    return found;
+  };
+  // The tables of the host's network namespace (this process's), and of the session's own, read
+  // through its box's agent (Chromium's renderers have namespaces of their own again).
+  let agent: number | undefined;
+  for (const pid of pids) if ((await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).includes('agent.mjs')) agent = pid;
+  return {
+    host: await listening(['/proc/net/tcp', '/proc/net/tcp6']),
+    own: agent ? await listening([`/proc/${agent}/net/tcp`, `/proc/${agent}/net/tcp6`]) : [],
+  };
 }
