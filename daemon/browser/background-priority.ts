@@ -41,6 +41,7 @@ async function setGroupNice(pid: number, nice: number): Promise<void> {
  */
 export class BackgroundPriority {
   private restored = false;
+  private lowering?: Promise<void>;
 
   private constructor(private readonly box: { hostPids(): Promise<number[]> }) {}
 
@@ -51,14 +52,21 @@ export class BackgroundPriority {
   }
 
   /** Everything in the box now to the lowest priority (until restore()). */
-  async lower(): Promise<void> {
-    if (this.restored) return;
-    await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, LOWEST)));
+  lower(): Promise<void> {
+    if (this.restored) return Promise.resolve();
+    this.lowering = (async () => {
+      const pids = await this.box.hostPids();
+      // Handed over while its processes were being found: it stays as it is.
+      if (!this.restored) await Promise.all(pids.map((pid) => setGroupNice(pid, LOWEST)));
+    })();
+    return this.lowering;
   }
 
   /** Normal priority for everything in the box; nothing is lowered afterwards. */
   async restore(): Promise<void> {
     this.restored = true;
+    // A lowering under way finishes first, or its writes could land after these.
+    await this.lowering;
     await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, 0)));
   }
 }

@@ -235,6 +235,9 @@ async function streamOrError(child: BoxProcess, path: string): Promise<Readable>
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const first = new Promise<'data' | 'end'>((resolve) => {
     child.stdout!.once('data', (chunk: Buffer) => {
+      // Held until piped below: the agent's messages come in batches, and a chunk emitted while
+      // nothing listens would be lost (a short answer under its full content-length).
+      child.stdout!.pause();
       out.write(chunk);
       resolve('data');
     });
