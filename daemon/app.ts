@@ -16,6 +16,8 @@ import { telemetryHandlers } from './http/routes/telemetry.js';
 import { BidiGateway, WEBDRIVER_PATH } from './webdriver/bidi-gateway.js';
 import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
 import { buildServer } from './http/server.js';
+import { ConnectionGuard, frontDoorLimits, HostCheck } from './http/front-door.js';
+import { OriginCheck, WebsocketLimits, websocketLimitsFromEnv } from './http/websocket-limits.js';
 import { browserHandlers } from './http/routes/browsers.js';
 import { computerHandlers } from './http/routes/computer.js';
 import { processHandlers } from './http/routes/process.js';
@@ -98,7 +100,7 @@ function boxNotices(support: BoxSupport): string[] {
 function stateNotices(store: Store, file: string): string[] {
   const { source, unreadable } = store.opening;
   if (unreadable) {
-    return [`${file} did not parse (${unreadable.error}): started from its last good copy (one change behind at most); the unreadable file is kept as ${unreadable.keptAs}`];
+    return [`${file} did not parse (${unreadable.error}): started from its last good copy (as current as the file was); the unreadable file is kept as ${unreadable.keptAs}`];
   }
   return source === 'last-good' ? [`${file} was missing: started from its last good copy`] : [];
 }
@@ -214,9 +216,17 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     orgMaxSessions,
     usage: { sessions: (owner) => sessions.onDemandOf(owner) + pools.reservedBy(owner), invocations: (owner) => invocations.unfinishedOf(owner) },
   });
-  const gateway = new CdpGateway({ sessions, telemetry, log: opts.log });
+  const hosts = new HostCheck(opts.host);
+  const limits = frontDoorLimits();
+  const connections = new ConnectionGuard(limits);
+  const websockets = new WebsocketLimits(websocketLimitsFromEnv(limits.maxConnections));
+  const origins = new OriginCheck();
+  const gateway = new CdpGateway({ sessions, telemetry, limits: websockets, origins, log: opts.log });
   const watch = new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) });
   const server = await buildServer({
+    limits,
+    connections,
+    hosts,
     auth,
     scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
     log: opts.log,
@@ -224,15 +234,15 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id));
       audit.record(r);
     },
-    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running, () => launcher.pid), ...browserHandlers(sessions, quotas, opts.log), ...poolHandlers(pools, quotas),
+    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running, () => launcher.pid, connections, websockets), ...browserHandlers(sessions, quotas, opts.log), ...poolHandlers(pools, quotas),
       ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...telemetryHandlers(sessions, telemetry), ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth, projects })), ...projectHandlers(projects), ...credentialHandlers(credentials), ...credentialProviderHandlers(credentialProviders), ...auditLogHandlers(audit), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments), ...invocationHandlers(invocations, quotas), ...watchHandlers(watch) },
   });
-  const liveView = new LiveView({ sessions, tokens, telemetry });
-  const bidi = new BidiGateway({ sessions, log: opts.log });
+  const liveView = new LiveView({ sessions, tokens, telemetry, limits: websockets, origins });
+  const bidi = new BidiGateway({ sessions, limits: websockets, origins, log: opts.log });
   await liveView.register(server);
-  new UpgradeRouter(opts.log)
+  new UpgradeRouter(opts.log, hosts)
     .add(CDP_PATH, (req, socket, head, url) => gateway.upgrade(req, socket, head, url))
     .add(LIVE_WS_PATH, (req, socket, head, url) => liveView.upgrade(req, socket, head, url))
     .add(WEBDRIVER_PATH, (req, socket, head, url) => bidi.upgrade(req, socket, head, url))

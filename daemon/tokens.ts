@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
 import { readOrCreateSecret } from './auth.js';
 
-/** cdp: the CDP websocket; live: the live view (a URL handed to a watcher must not drive CDP); replay: watching a session's replays. */
-export type TokenScope = 'cdp' | 'live' | 'replay';
+/**
+ * cdp: the CDP websocket; live: the live view (a URL handed to a watcher must not drive CDP);
+ * view: the read-only live view (its websocket takes no input); replay: watching a session's replays.
+ */
+export type TokenScope = 'cdp' | 'live' | 'view' | 'replay';
 
 export interface SessionClaims {
   session: { id: string; org_id: string };

@@ -6,7 +6,7 @@ import { clientMessageLength, RfbPacer } from '../daemon/liveview/rfb-pacer.js';
 function harness(intervalMs = 100) {
   let clock = 0;
   const sent: Buffer[] = [];
-  const pacer = new RfbPacer(intervalMs, (b) => sent.push(Buffer.from(b)), () => clock);
+  const pacer = new RfbPacer(intervalMs, (b) => sent.push(Buffer.from(b)), { now: () => clock });
   return { pacer, sent, advance: (ms: number) => (clock += ms), bytes: () => Buffer.concat(sent) };
 }
 
@@ -104,4 +104,30 @@ test('RFB 3.3 has no security choice byte; a security type other than None is no
   auth.pacer.push(Buffer.concat([Buffer.from('RFB 003.008\n'), Buffer.from([2]), Buffer.alloc(16), fbur(1), fbur(1)]));
   assert.equal(auth.bytes().length, 12 + 1 + 16 + 20);
   auth.pacer.close();
+});
+
+test('a read-only viewer: update requests pass, keys, pointer, clipboard and resizes never do; an unknown message cuts it off', () => {
+  let clock = 0;
+  const sent: Buffer[] = [];
+  let cut = 0;
+  const pacer = new RfbPacer(40, (b) => sent.push(Buffer.from(b)), { now: () => clock, readOnly: true, unreadable: () => cut++ });
+  pacer.push(handshake);
+  const key = Buffer.from([4, 1, 0, 0, 0, 0, 0, 0x61]);
+  const clip = Buffer.concat([Buffer.from([6, 0, 0, 0, 0, 0, 0, 2]), Buffer.from('hi')]);
+  const resize = Buffer.from([251, 0, 1, 0, 1, 0, 0, 0]);
+  pacer.push(Buffer.concat([fbur(0), pointer(5), key, clip, resize, fbur(0)]));
+  assert.deepEqual(Buffer.concat(sent), Buffer.concat([handshake, fbur(0), fbur(0)]));
+  assert.equal(cut, 0);
+  // Control: the same bytes from a viewer that may write reach the server whole.
+  const writer: Buffer[] = [];
+  const open = new RfbPacer(40, (b) => writer.push(Buffer.from(b)), { now: () => clock });
+  open.push(handshake);
+  open.push(Buffer.concat([pointer(5), key, clip]));
+  assert.deepEqual(Buffer.concat(writer), Buffer.concat([handshake, pointer(5), key, clip]));
+  // A message type the parser does not know: the read-only viewer is cut off, nothing passes.
+  pacer.push(Buffer.from([99, 5, 5, 5, 4, 1, 0, 0, 0, 0, 0, 0x61]));
+  assert.equal(cut, 1);
+  pacer.push(key);
+  assert.deepEqual(Buffer.concat(sent), Buffer.concat([handshake, fbur(0), fbur(0)]));
+  clock += 1000;
 });

@@ -97,9 +97,13 @@ describe('validation and errors', () => {
     assert.equal(((await res.json()) as any).code, 'unsupported_media_type');
   });
 
-  test('an oversized body is a 413', async () => {
-    const res = await d.api('POST', '/browsers', { tags: { big: 'x'.repeat(2 * 1024 * 1024) } });
-    assertErrorShape(res, 413, 'payload_too_large');
+  test('an oversized body is a 413, which the client still sending it receives', async () => {
+    // The daemon refuses by the length before reading; a client mid-upload must get the answer,
+    // not a broken pipe (each try raced the upload against the refusal).
+    for (let i = 0; i < 5; i++) {
+      const res = await d.api('POST', '/browsers', { tags: { big: 'x'.repeat(8 * 1024 * 1024) } });
+      assertErrorShape(res, 413, 'payload_too_large');
+    }
   });
 
   test('query parameters are validated', async () => {

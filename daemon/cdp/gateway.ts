@@ -8,24 +8,29 @@ import { devToolsGet, type DevToolsEndpoint } from '../browser/chromium.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import { MAX_CLIENT_MESSAGE, RECEIVER_CAPS, TOO_BIG, type OriginCheck, type WebsocketLimits } from '../http/websocket-limits.js';
 
 /** ws's frame reader and writer: exported by ws (Receiver, Sender), untyped in @types/ws. */
 interface WsFraming {
-  Receiver: new (o: { isServer: boolean; maxPayload: number; skipUTF8Validation: boolean }) => Writable;
+  Receiver: new (o: { isServer: boolean; maxPayload: number; skipUTF8Validation: boolean; maxBufferedChunks: number; maxFragments: number }) => Writable;
   Sender: { frame(data: Buffer, o: { fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean }): Buffer[] };
 }
 const { Receiver, Sender } = ws as unknown as WsFraming;
 
 export const CDP_PATH = '/browser/cdp';
-/** Screenshots of large viewports are tens of MB of base64; ws's 100 MiB default is too tight for traces. */
-const MAX_PAYLOAD = 512 * 1024 * 1024;
 /** How long a connection whose client sent Browser.close waits for the answer before it is cut anyway. */
 const CLOSE_ANSWER_MS = 2000;
 const OPCODES = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
+/** Chromium's answer to any close frame: code 1000, no reason; then it hangs up. */
+const CHROMIUM_CLOSE = Buffer.from([0x88, 0x02, 0x03, 0xe8]);
+/** How long a refused connection waits for Chromium's close before it is cut anyway. */
+const REFUSE_CLOSE_MS = 5000;
 
 export interface GatewayDeps {
   sessions: SessionManager;
   telemetry: Pick<Telemetry, 'record'>;
+  limits: WebsocketLimits;
+  origins: OriginCheck;
   log: (msg: string, extra?: object) => void;
 }
 
@@ -35,7 +40,8 @@ export interface GatewayDeps {
  * back unchanged, so the browser-to-client direction is a plain byte splice (no frame is parsed:
  * that is where the traffic is). Only the client-to-browser direction is read frame by frame,
  * with ws's own Receiver, so a client's Browser.close can end just that connection, never the
- * session. Each connection holds the session active while it is open.
+ * session, and so no client makes the daemon hold more than the websocket limits allow. Each
+ * connection holds the session active while it is open.
  */
 export class CdpGateway {
   constructor(private readonly deps: GatewayDeps) {}
@@ -54,37 +60,55 @@ export class CdpGateway {
     return { ...body, webSocketDebuggerUrl: `${publicWsUrl}${CDP_PATH}?jwt=${jwt}` };
   }
 
-  /** The websocket upgrade of CDP_PATH: refused (throws) before any byte reaches Chromium unless the jwt holds. */
+  /** The websocket upgrade of CDP_PATH: refused (throws) before any byte reaches Chromium unless the origin and jwt hold. */
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
+    this.deps.origins.check(req.headers.origin);
     const session = await this.sessionFor(url.searchParams.get('jwt'));
     const key = req.headers['sec-websocket-key'];
     if (req.headers['sec-websocket-version'] !== '13' || typeof key !== 'string' || !/^[A-Za-z0-9+/]{22}==$/.test(key)) {
       throw new BadRequestError('not a websocket handshake (Sec-WebSocket-Key and Sec-WebSocket-Version: 13 are required)');
     }
-    const { upstream, accept, upstreamHead } = await openUpstream(session.chromium, key);
-    if (socket.destroyed) return void upstream.destroy();
+    const admitted = this.deps.limits.admit(session.id);
+    let upstream: Socket, accept: string, upstreamHead: Buffer;
+    try {
+      ({ upstream, accept, upstreamHead } = await openUpstream(session.chromium, key));
+    } catch (err) {
+      admitted();
+      throw err;
+    }
+    if (socket.destroyed) {
+      admitted();
+      return void upstream.destroy();
+    }
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
     if (upstreamHead.length) socket.write(upstreamHead);
     try {
-      this.relay(session, socket, upstream, head);
+      this.relay(session, socket, upstream, head, admitted);
     } catch (err) {
       // Past the 101 an HTTP error answer would corrupt the stream: the connection just ends.
+      admitted();
       socket.destroy();
       upstream.destroy();
       this.deps.log('cdp relay failed', { session: session.id, error: String(err), stack: (err as Error).stack });
     }
   }
 
-  private relay(session: LiveSession, client: Duplex, upstream: Socket, head: Buffer): void {
+  private relay(session: LiveSession, client: Duplex, upstream: Socket, head: Buffer, admitted: () => void): void {
     let closed = false;
     const opened = Date.now();
     let messages = 0;
     let clientClosing = false;
+    /** Set once the daemon refused the client (1009): the bytes that end the connection. */
+    let refusal: ((tail: Buffer) => Buffer) | undefined;
     this.deps.telemetry.record(session.id, { type: 'cdp_connect', category: 'connection', source: { kind: 'kernel_api' } });
+    const receiver = new Receiver({ isServer: true, maxPayload: MAX_CLIENT_MESSAGE, skipUTF8Validation: true, ...RECEIVER_CAPS });
+    const held = this.deps.limits.tracker(receiver);
     const closeBoth = (reason: 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled' = 'client_close') => {
       if (closed) return;
       closed = true;
       release();
+      held.release();
+      admitted();
       client.destroy();
       upstream.destroy();
       this.deps.telemetry.record(session.id, {
@@ -101,7 +125,6 @@ export class CdpGateway {
     (client as Socket).setNoDelay?.(true);
     upstream.pipe(client);
 
-    const receiver = new Receiver({ isServer: true, maxPayload: MAX_PAYLOAD, skipUTF8Validation: true });
     const send = (data: Buffer, opcode: number) => {
       const frame = Sender.frame(data, { fin: true, rsv1: false, opcode, mask: true, readOnly: false });
       // Header and (masked in place) payload leave in one segment, without copying them together.
@@ -114,8 +137,43 @@ export class CdpGateway {
         upstream.once('drain', () => client.resume());
       }
     };
+    /**
+     * Refuses the client (a message too big, the daemon's buffer budget spent, a broken frame):
+     * the browser's side is closed with a close frame, and Chromium's answering close (always
+     * 1000, then it hangs up) reaches the client carrying this code and reason instead. The
+     * browser's frames before it pass unchanged; nothing more of the client's is passed on.
+     */
+    const refuse = (code: number, reason: string) => {
+      if (closed || refusal) return;
+      // The rest of what the client sends is read and dropped: closing with its bytes unread would
+      // reset the connection, and the client would never see the close frame saying why.
+      client.off('data', onData);
+      client.on('data', () => {});
+      client.resume();
+      receiver.removeAllListeners();
+      held.release();
+      const close = Buffer.concat(Sender.frame(Buffer.concat([Buffer.from([code >> 8, code & 0xff]), Buffer.from(reason)]), { fin: true, rsv1: false, opcode: OPCODES.close, mask: false, readOnly: false }));
+      refusal = (tail) => (tail.equals(CHROMIUM_CLOSE) ? close : tail);
+      upstream.unpipe(client);
+      let tail: Buffer = Buffer.alloc(0);
+      upstream.on('data', (chunk: Buffer) => {
+        const all = tail.length ? Buffer.concat([tail, chunk]) : chunk;
+        if (all.length > CHROMIUM_CLOSE.length) client.write(all.subarray(0, all.length - CHROMIUM_CLOSE.length));
+        tail = all.subarray(Math.max(0, all.length - CHROMIUM_CLOSE.length));
+      });
+      upstream.resume();
+      upstream.once('end', () => {
+        const last = refusal!(tail);
+        tail = Buffer.alloc(0);
+        // The client answers the close and hangs up (its 'close' ends both), or the timer below does.
+        client.end(last);
+      });
+      send(Buffer.from([code >> 8, code & 0xff]), OPCODES.close);
+      setTimeout(() => closeBoth('client_close'), REFUSE_CLOSE_MS).unref();
+    };
     receiver.on('message', (data: Buffer, isBinary: boolean) => {
       messages++;
+      held.update();
       const close = isBinary ? undefined : browserClose(data);
       if (close) return this.endOnAnswer(close, upstream, client, send, closeBoth);
       send(data, isBinary ? OPCODES.binary : OPCODES.text);
@@ -129,11 +187,23 @@ export class CdpGateway {
       send(body, OPCODES.close);
       client.pause();
     });
-    receiver.on('error', () => closeBoth());
-    client.on('data', (chunk: Buffer) => receiver.write(chunk));
-    if (head.length) receiver.write(head);
+    receiver.on('error', (err: Error & { code?: string }) =>
+      err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' || err.code === 'WS_ERR_TOO_MANY_BUFFERED_CHUNKS' || err.code === 'WS_ERR_TOO_MANY_FRAGMENTS'
+        ? refuse(TOO_BIG, `a message of the client passed ${MAX_CLIENT_MESSAGE / 2 ** 20} MiB (Chromium's own limit)`)
+        : refuse(1002, 'malformed websocket frame'),
+    );
+    const onData = (chunk: Buffer) => {
+      receiver.write(chunk);
+      if (!held.update()) refuse(TOO_BIG, 'the daemon holds too many unfinished websocket messages; send smaller ones');
+    };
+    client.on('data', onData);
+    if (head.length) onData(head);
     client.on('close', () => closeBoth());
-    upstream.on('close', () => closeBoth(session.isStopping ? 'context_cancelled' : clientClosing ? 'client_close' : 'upstream_error'));
+    upstream.on('close', () => {
+      // A refusal ends the client itself, once its last bytes are written.
+      if (refusal) return;
+      closeBoth(session.isStopping ? 'context_cancelled' : clientClosing ? 'client_close' : 'upstream_error');
+    });
     client.on('error', () => closeBoth());
     upstream.on('error', () => closeBoth('upstream_error'));
   }

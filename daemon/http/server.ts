@@ -8,6 +8,7 @@ import { ErrorBodySchema } from '../../src/api/schemas.js';
 import type { Duplex } from 'node:stream';
 import { ApiError, BadRequestError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { refuseOnSocket } from './upgrades.js';
+import { ConnectionGuard, createFrontDoorServer, type FrontDoorLimits, type HostCheck } from './front-door.js';
 import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
 import type { ApiKeyRecord, OrgRecord } from '../auth.js';
@@ -56,6 +57,12 @@ export interface ServerDeps {
   log: (msg: string, extra?: object) => void;
   /** Called after each answered request an organization made (not admin, jwt or public ones). */
   answered?: (r: AnsweredRequest) => void;
+  /** Timeouts of the HTTP server (daemon/http/front-door.ts). */
+  limits: FrontDoorLimits;
+  /** Caps its open connections. */
+  connections: ConnectionGuard;
+  /** Which Host names are served (DNS rebinding). */
+  hosts: HostCheck;
 }
 
 /**
@@ -74,9 +81,25 @@ function bearer(req: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
+/** Throws 415 unless the request's body is of the route's one media type (or there is no body and no type). */
+function requireMediaType(request: FastifyRequest, consumes: string): void {
+  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+  if (type === consumes || (!type && !hasBody)) return;
+  throw new ApiError(415, 'unsupported_media_type', `this route takes ${consumes}; the request sent ${type ?? 'a body without a content type'}`);
+}
+
+/** A refused body up to this size is read and dropped, so its sender gets the answer. */
+const DRAIN_REFUSED_BODY_MAX = 64 * 1024 * 1024;
+
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
+    serverFactory: (handler) => {
+      const server = createFrontDoorServer(deps.limits, handler);
+      deps.connections.attach(server);
+      return server;
+    },
     bodyLimit: 1024 * 1024,
     forceCloseConnections: true,
     // Fastify's own 503 and 400 bodies are not kernel-wire's: both are answered below instead.
@@ -88,8 +111,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async () => {
+  app.addHook('onRequest', async (req) => {
     if (closing) throw new ServiceUnavailableError('the daemon is stopping');
+    if (!deps.hosts.allows(req.headers.host)) throw deps.hosts.refusal(req.headers.host);
   });
   app.setValidatorCompiler(makeValidators());
   app.setSerializerCompiler(({ schema }) => lazily(() => fastJson(schema as object) as (data: unknown) => string));
@@ -179,6 +203,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (status >= 500) deps.log('request failed', { method: req.method, url: req.url, error: String(err), stack: (err as Error).stack });
     if (!retry) reply.header('x-should-retry', 'false');
     if (headers) reply.headers(headers);
+    // Fastify refuses a body too large by its length before reading it, and closes the connection:
+    // the client, still sending, would see a broken pipe instead of the 413. A body of a size worth
+    // reading is read to its end and dropped instead, and the connection kept.
+    if (status === 413 && Number(req.headers['content-length']) <= DRAIN_REFUSED_BODY_MAX) reply.removeHeader('connection');
     void reply.code(status).type('application/json').send(body);
   });
   app.setNotFoundHandler(async (req) => {
@@ -212,6 +240,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         ...(route.body ? { body: route.body } : {}),
         response,
       },
+      // A route that takes one kind of body (a file's bytes, a form) refuses any other with 415:
+      // another parser would hand its handler something else, or nothing.
+      ...(route.consumes ? { preValidation: async (request: FastifyRequest) => requireMediaType(request, route.consumes!) } : {}),
       // Before the body is parsed: any content type arrives as bytes (the parser of octet-stream).
       ...(route.proxied
         ? {

@@ -11,9 +11,12 @@ export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer
 export function refuseOnSocket(socket: Duplex, err: ApiError): void {
   if (socket.destroyed) return;
   const body = JSON.stringify(err.toBody());
+  // An overload (429, 503) may be retried; anything else is the request's own fault.
+  const retry = err.status === 429 || err.status === 503;
+  const extra = Object.entries(err.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.end(
     `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nx-should-retry: false\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${retry ? '' : 'x-should-retry: false\r\n'}${extra}Connection: close\r\n\r\n${body}`,
   );
 }
 
@@ -24,7 +27,10 @@ export function refuseOnSocket(socket: Duplex, err: ApiError): void {
 export class UpgradeRouter {
   private readonly routes = new Map<string, UpgradeHandler>();
 
-  constructor(private readonly log: (msg: string, extra?: object) => void) {}
+  constructor(
+    private readonly log: (msg: string, extra?: object) => void,
+    private readonly hosts: { allows(header: string | undefined): boolean; refusal(header: string | undefined): ApiError },
+  ) {}
 
   add(path: string, handler: UpgradeHandler): this {
     this.routes.set(path, handler);
@@ -36,9 +42,11 @@ export class UpgradeRouter {
       socket.on('error', () => socket.destroy());
       const url = new URL(req.url ?? '/', 'http://localhost');
       const handler = this.routes.get(url.pathname.replace(/\/+$/, ''));
-      const run = handler
-        ? handler(req, socket, head, url)
-        : Promise.reject(new NotFoundError(`no websocket endpoint at ${url.pathname}`));
+      const run = !this.hosts.allows(req.headers.host)
+        ? Promise.reject(this.hosts.refusal(req.headers.host))
+        : handler
+          ? handler(req, socket, head, url)
+          : Promise.reject(new NotFoundError(`no websocket endpoint at ${url.pathname}`));
       run.catch((err) => {
         if (!(err instanceof ApiError)) this.log('websocket upgrade failed', { path: url.pathname, error: String(err) });
         refuseOnSocket(socket, err instanceof ApiError ? err : new ApiError(502, 'bad_gateway', 'browser unreachable'));

@@ -8,6 +8,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 import { ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
+import { MAX_VIEWER_MESSAGE, type OriginCheck, type WebsocketLimits } from '../http/websocket-limits.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { SessionTokens } from '../tokens.js';
@@ -27,20 +28,37 @@ export interface LiveViewDeps {
   sessions: SessionManager;
   telemetry: Pick<Telemetry, 'record'>;
   tokens: SessionTokens;
+  limits: WebsocketLimits;
+  origins: OriginCheck;
+}
+
+/**
+ * Who may frame the viewer page (CSP frame-ancestors): the daemon's own pages and local apps by
+ * default, so a foreign site cannot overlay it; RBROWSE_LIVE_FRAME_ANCESTORS (a CSP source list,
+ * e.g. "'self' https://app.example.com") for people who embed it elsewhere.
+ */
+function frameAncestors(env: NodeJS.ProcessEnv = process.env): string {
+  const configured = env.RBROWSE_LIVE_FRAME_ANCESTORS?.trim();
+  return configured || "'self' http://localhost:* http://127.0.0.1:* http://[::1]:*";
 }
 
 /**
  * browser_live_view_url: the noVNC page, its status probe, and the websocket that bridges a
  * viewer to the session's x11vnc, inside its box. Each viewer holds the session active.
+ * `readOnly=true` is the server's to enforce: the page moves to the session's read-only jwt (so a
+ * shared read-only link cannot be turned back into a controlling one), and a read-only viewer's
+ * input never reaches x11vnc.
  */
 export class LiveView {
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_VIEWER_MESSAGE });
+  private readonly frameAncestors = frameAncestors();
 
   constructor(private readonly deps: LiveViewDeps) {}
 
-  /** The running headful session a live-view jwt names, or 401/404. */
-  sessionFor(jwt: string | undefined | null): Promise<LiveSession> {
-    return this.deps.sessions.sessionForToken(jwt, 'live');
+  /** The running headful session a live-view jwt (or its read-only one) names, or 401/404. */
+  async sessionFor(jwt: string | undefined | null): Promise<{ session: LiveSession; readOnly: boolean }> {
+    const claims = (await this.deps.tokens.verify(jwt, 'view')) ? 'view' : 'live';
+    return { session: await this.deps.sessions.sessionForToken(jwt, claims), readOnly: claims === 'view' };
   }
 
   async register(app: FastifyInstance): Promise<void> {
@@ -51,11 +69,24 @@ export class LiveView {
     await app.register(fastifyStatic, { root: novncRoot(), prefix: NOVNC_PREFIX, decorateReply: false, index: false });
     const jwtQuery = { querystring: { type: 'object', properties: { jwt: { type: 'string' }, readOnly: { type: 'string' } } } };
     app.get(LIVE_PATH, { config: { auth: 'session-jwt' }, schema: { ...jwtQuery, hide: true } }, async (req, reply) => {
-      await this.sessionFor((req.query as { jwt?: string }).jwt);
-      return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(liveViewPage(NOVNC_PREFIX));
+      const query = req.query as { jwt?: string; readOnly?: string };
+      const { session, readOnly } = await this.sessionFor(query.jwt);
+      if (query.readOnly === 'true' && !readOnly) {
+        // The read-only page runs on the read-only jwt only: the address bar no longer holds the controlling one.
+        const next = new URLSearchParams(req.url.split('?')[1] ?? '');
+        next.set('jwt', this.deps.sessions.viewToken(session.id)!);
+        return reply.header('cache-control', 'no-store').redirect(`${LIVE_PATH}?${next}`, 303);
+      }
+      return reply
+        .type('text/html; charset=utf-8')
+        .header('cache-control', 'no-store')
+        .header('content-security-policy', `frame-ancestors ${this.frameAncestors}`)
+        .header('referrer-policy', 'no-referrer')
+        .send(liveViewPage(NOVNC_PREFIX));
     });
     app.get(`${LIVE_PATH}/status`, { config: { auth: 'session-jwt' }, schema: { ...jwtQuery, hide: true } }, async (req) => {
-      const claims = await this.deps.tokens.verify((req.query as { jwt?: string }).jwt, 'live');
+      const jwt = (req.query as { jwt?: string }).jwt;
+      const claims = (await this.deps.tokens.verify(jwt, 'live')) ?? (await this.deps.tokens.verify(jwt, 'view'));
       if (!claims) throw new UnauthorizedError('missing or invalid jwt');
       return { state: this.deps.sessions.liveSession(claims.id) ? 'active' : 'ended' };
     });
@@ -63,29 +94,48 @@ export class LiveView {
 
   /** The viewer's websocket: checked, then bridged byte for byte to x11vnc (RFB over binary frames). */
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
-    const session = await this.sessionFor(url.searchParams.get('jwt'));
+    // The viewer page is the daemon's own: its websocket comes from the same origin.
+    this.deps.origins.check(req.headers.origin, { host: req.headers.host, sameOrigin: true });
+    const { session, readOnly: viewToken } = await this.sessionFor(url.searchParams.get('jwt'));
+    const readOnly = viewToken || url.searchParams.get('readOnly') === 'true';
     // Between an x11vnc exit and its restart there is nothing to bridge to; the viewer retries.
     const server = session.vncServer;
     if (!server) throw new ServiceUnavailableError('the live view is restarting');
     const vnc = await server.connect().catch(() => {
       throw new ServiceUnavailableError('the live view is restarting');
     });
+    let admitted: () => void;
+    try {
+      admitted = this.deps.limits.admit(session.id);
+    } catch (err) {
+      vnc.destroy();
+      throw err;
+    }
     if (socket.destroyed) {
+      admitted();
       vnc.destroy();
       return;
     }
-    this.wss.handleUpgrade(req, socket, head, (viewer) => this.bridge(session, viewer, vnc));
+    this.wss.handleUpgrade(req, socket, head, (viewer) => this.bridge(session, viewer, vnc, readOnly, admitted));
   }
 
-  private bridge(session: LiveSession, viewer: WebSocket, vnc: Socket): void {
-    const release = session.hold('viewer', () => viewer.close(1001, 'browser session ended'));
+  private bridge(session: LiveSession, viewer: WebSocket, vnc: Socket, readOnly: boolean, admitted: () => void): void {
+    const hold = session.hold('viewer', () => viewer.close(1001, 'browser session ended'));
+    const release = () => {
+      hold();
+      admitted();
+    };
     // data.session_id names the viewer's connection, as Kernel's does.
     const connection = randomUUID();
     const opened = Date.now();
     const source = { kind: 'kernel_api' } as const;
     this.deps.telemetry.record(session.id, { type: 'live_view_connect', category: 'connection', source, data: { session_id: connection } });
     // The refresh rate caps the frames a viewer gets (a resize drops viewers, so it cannot change under one).
-    const pacer = new RfbPacer(1000 / session.record.viewport.refresh_rate, (bytes) => vnc.write(bytes));
+    const pacer = new RfbPacer(1000 / session.record.viewport.refresh_rate, (bytes) => vnc.write(bytes), {
+      readOnly,
+      // A read-only viewer whose messages cannot be read one by one is not let through unfiltered.
+      unreadable: () => closeBoth(),
+    });
     let closed = false;
     const closeBoth = () => {
       if (!closed) {

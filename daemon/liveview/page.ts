@@ -28,7 +28,7 @@ const params = new URLSearchParams(location.search);
 const jwt = params.get('jwt') || '';
 const readOnly = params.get('readOnly') === 'true';
 const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-const wsUrl = scheme + '://' + location.host + '/browser/live/ws?jwt=' + encodeURIComponent(jwt);
+const wsUrl = scheme + '://' + location.host + '/browser/live/ws?jwt=' + encodeURIComponent(jwt) + (readOnly ? '&readOnly=true' : '');
 const statusUrl = '/browser/live/status?jwt=' + encodeURIComponent(jwt);
 const screen = document.getElementById('screen');
 const status = document.getElementById('status');

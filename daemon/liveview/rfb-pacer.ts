@@ -7,10 +7,14 @@
  *
  * Only the client-to-server direction is read, message by message (RFB 3.3/3.7/3.8, RFC 6143
  * section 7.5). Anything this parser does not know switches it to pass-through for the rest of
- * the connection: a viewer is never broken, it is merely no longer paced.
+ * the connection: a viewer is never broken, it is merely no longer paced. A read-only viewer's
+ * input (keys, pointer, clipboard, screen size) is dropped here, whatever its page claims; one
+ * whose messages cannot be read is cut off instead of passed through.
  */
 
 const FBUR = 3;
+/** What a read-only viewer may not send: KeyEvent, PointerEvent, ClientCutText, QEMU's key event, SetDesktopSize. */
+const INPUT = new Set([4, 5, 6, 248, 251]);
 
 /** Fixed sizes of client messages by type; undefined sizes are computed from the header. */
 const FIXED: Record<number, number> = {
@@ -50,7 +54,7 @@ function need(buf: Buffer, length: number): number {
   return buf.length >= length ? length : 0;
 }
 
-type Phase = 'version' | 'security' | 'init' | 'messages' | 'passthrough';
+type Phase = 'version' | 'security' | 'init' | 'messages' | 'passthrough' | 'refused';
 
 export class RfbPacer {
   private phase: Phase = 'version';
@@ -69,8 +73,12 @@ export class RfbPacer {
   constructor(
     private readonly intervalMs: number,
     private readonly forward: (bytes: Buffer) => void,
-    private readonly now: () => number = () => performance.now(),
+    private readonly opts: { readOnly?: boolean; unreadable?: () => void; now?: () => number } = {},
   ) {}
+
+  private now(): number {
+    return this.opts.now ? this.opts.now() : performance.now();
+  }
 
   /** Bytes from the viewer. */
   push(chunk: Buffer): void {
@@ -78,12 +86,19 @@ export class RfbPacer {
       this.forward(chunk);
       return;
     }
+    if (this.phase === 'refused') return;
     this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     const out: Buffer[] = [];
     for (;;) {
       const length = this.nextLength();
       if (length === 0) break;
       if (length < 0) {
+        if (this.opts.readOnly) {
+          this.phase = 'refused';
+          this.pending = Buffer.alloc(0);
+          this.opts.unreadable?.();
+          break;
+        }
         this.phase = 'passthrough';
         out.push(this.pending);
         this.pending = Buffer.alloc(0);
@@ -91,6 +106,7 @@ export class RfbPacer {
       }
       const message = this.pending.subarray(0, length);
       this.pending = this.pending.subarray(length);
+      if (this.opts.readOnly && this.phase === 'messages' && INPUT.has(message[0]!)) continue;
       if (this.phase === 'messages' && message[0] === FBUR && message[1] === 1 && !this.due()) {
         // Only the newest matters: it asks for the same screen.
         this.heldRequest = Buffer.from(message);
@@ -148,6 +164,8 @@ export class RfbPacer {
         return buf.length >= 1 ? 1 : 0;
       case 'messages':
         return clientMessageLength(buf);
+      case 'refused':
+        return 0;
       default:
         return -1;
     }
@@ -158,8 +176,10 @@ export class RfbPacer {
       // RFB 3.3 has the server choose the security type, so the client sends no choice byte.
       this.phase = unit.toString('latin1', 4, 11) === '003.003' ? 'init' : 'security';
     } else if (this.phase === 'security') {
-      // Only "None" carries no further client bytes before ClientInit; anything else is not paced.
-      this.phase = unit[0] === 1 ? 'init' : 'passthrough';
+      // Only "None" carries no further client bytes before ClientInit; anything else is not paced
+      // (nor, for a read-only viewer, let through).
+      this.phase = unit[0] === 1 ? 'init' : this.opts.readOnly ? 'refused' : 'passthrough';
+      if (this.phase === 'refused') this.opts.unreadable?.();
     } else if (this.phase === 'init') {
       this.phase = 'messages';
     }

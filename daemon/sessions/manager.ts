@@ -52,10 +52,11 @@ const NO_ORG: OrgRecord = { id: '', name: '', created_at: '' };
 
 export type ListPage = Page<BrowserSession>;
 
-/** A session's jwts: the cdp_ws_url one, and the live view's for a headful session. */
+/** A session's jwts: the cdp_ws_url one, and for a headful session the live view's and its read-only view's. */
 interface Jwts {
   cdp: string;
   live?: string;
+  view?: string;
 }
 
 /** What a session is made for besides its HTTP body: pools create theirs through this. */
@@ -246,7 +247,9 @@ export class SessionManager {
   private async derive(record: SessionRecord): Promise<Jwts> {
     const at = new Date(record.created_at);
     const cdp = await this.deps.tokens.sign(record.id, record.org_id, 'cdp', at);
-    return record.headless ? { cdp } : { cdp, live: await this.deps.tokens.sign(record.id, record.org_id, 'live', at) };
+    if (record.headless) return { cdp };
+    const [live, view] = await Promise.all([this.deps.tokens.sign(record.id, record.org_id, 'live', at), this.deps.tokens.sign(record.id, record.org_id, 'view', at)]);
+    return { cdp, live, view };
   }
 
   /** What a session's features set up around its launch, in order; all given back if one fails. */
@@ -474,10 +477,15 @@ export class SessionManager {
     if (!claims) throw new UnauthorizedError('missing or invalid jwt');
     const session = this.liveSession(claims.id);
     const jwts = session && this.jwts.get(session.id);
-    if (!jwts || (scope === 'cdp' ? jwts.cdp : jwts.live) !== jwt) throw new NotFoundError('browser session not found or ended');
+    if (!jwts || jwts[scope as keyof Jwts] !== jwt) throw new NotFoundError('browser session not found or ended');
     await session.restarted;
     if (session.isStopping) throw new NotFoundError('browser session not found or ended');
     return session;
+  }
+
+  /** The read-only live view's jwt of a running headful session. */
+  viewToken(sessionId: string): string | undefined {
+    return this.jwts.get(sessionId)?.view;
   }
 
   /** The id of the org's running session of this id or name, if there is one. */

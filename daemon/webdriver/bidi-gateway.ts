@@ -6,19 +6,21 @@ import { BOX_NODE, BOX_RUNTIME } from '../box/box-spec.js';
 import { LineSplitter } from '../line-splitter.js';
 
 import type { SessionManager } from '../sessions/manager.js';
+import { MAX_CLIENT_MESSAGE, RECEIVER_CAPS, TOO_BIG, type OriginCheck, type WebsocketLimits } from '../http/websocket-limits.js';
 
 export const WEBDRIVER_PATH = '/browser/webdriver/session';
 /** The mapper's runner as the session's box sees it. */
 const RUNNER_PATH = `${BOX_RUNTIME}/daemon/webdriver/bidi-runner.mjs`;
 /** The mapper's start: a Node process and chromium-bidi's import, then its CDP attach (about 0.3 s idle). */
 const READY_TIMEOUT_MS = 20_000;
-const MAX_PAYLOAD = 512 * 1024 * 1024;
-/** A BiDi message never spans lines: the largest line is the largest message. */
-const MAX_LINE = MAX_PAYLOAD;
+/** A BiDi message never spans lines: the largest line is the largest message (the mapper's answers included). */
+const MAX_LINE = 512 * 1024 * 1024;
 const HIGH_WATER = 8 * 1024 * 1024;
 
 export interface BidiGatewayDeps {
   sessions: SessionManager;
+  limits: WebsocketLimits;
+  origins: OriginCheck;
   log: (msg: string, extra?: object) => void;
 }
 
@@ -30,12 +32,15 @@ export interface BidiGatewayDeps {
  * cdp_ws_url's: the same key opens the same browser.
  */
 export class BidiGateway {
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_CLIENT_MESSAGE, ...RECEIVER_CAPS });
 
   constructor(private readonly deps: BidiGatewayDeps) {}
 
   async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, url: URL): Promise<void> {
+    this.deps.origins.check(req.headers.origin);
     const session = await this.deps.sessions.sessionForToken(url.searchParams.get('jwt'), 'cdp');
+    const admitted = this.deps.limits.admit(session.id);
+    socket.once('close', admitted);
     const mapper = session.processes.helper([BOX_NODE, RUNNER_PATH], { stdin: true });
     const stdin = mapper.stdin as Writable;
     stdin.on('error', () => {});
@@ -70,6 +75,17 @@ export class BidiGateway {
       return;
     }
     this.wss.handleUpgrade(req, socket, head, (client) => {
+      // What ws holds of the client's unfinished message counts in the daemon's budget (ws reads
+      // the socket first: its listener was added before this one).
+      const held = this.deps.limits.tracker((client as unknown as { _receiver: unknown })._receiver);
+      let refused = false;
+      socket.on('data', () => {
+        if (refused || held.update()) return;
+        refused = true;
+        client.close(TOO_BIG, 'the daemon holds too many unfinished websocket messages; send smaller ones');
+        setTimeout(() => client.terminate(), 2000).unref();
+      });
+      socket.once('close', () => held.release());
       // A client that does not read must not make the daemon buffer the mapper's output without bound.
       const out = mapper.stdout as Readable;
       onLine = (line) => {

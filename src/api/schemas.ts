@@ -218,6 +218,13 @@ export const DaemonResourcesSchema = Type.Object({
     { p50: Type.Number(), p99: Type.Number(), max: Type.Number() },
     { description: "How late the daemon's event loop ran, since the previous reading (every request waits at least that)" },
   ),
+  connections: Type.Object(
+    { open: Type.Integer(), waiting: Type.Integer(), evicted: Type.Integer(), refused: Type.Integer(), websockets: Type.Integer(), held_bytes: Type.Integer() },
+    {
+      description:
+        'HTTP connections open now (waiting: without a request in progress), and since the start: closed to make room for newcomers at the cap, refused at the cap; websockets open and the bytes of their unfinished client messages held',
+    },
+  ),
 });
 
 export const CdpVersionSchema = Type.Object(

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { BadRequestError } from '../../../src/errors.js';
 import { octalMode, sessionPath } from '../../fs/paths.js';
 import { uploadFiles, uploadZip } from '../../fs/upload.js';
@@ -89,7 +89,8 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
       inSession(org, params.id, (s) =>
         s.files.write(
           sessionPath('path', query.path),
-          body as Readable,
+          // No body at all: an empty file.
+          (body as Readable | undefined) ?? Readable.from([]),
           query.mode === undefined ? undefined : octalMode('mode', query.mode),
         ),
       ),

@@ -4,6 +4,8 @@ import type { HandlerGroup } from '../handlers.js';
 import type { Standby } from '../../ready/standby.js';
 import type { LaunchAdmission } from '../../admission.js';
 import { daemonResources } from '../../diagnostics.js';
+import type { ConnectionGuard } from '../front-door.js';
+import type { WebsocketLimits } from '../websocket-limits.js';
 
 export function systemHandlers(
   auth: Auth,
@@ -13,11 +15,13 @@ export function systemHandlers(
   admission: Pick<LaunchAdmission, 'stats'>,
   sessionCount: () => number,
   launcherPid: () => number | undefined,
+  connections: Pick<ConnectionGuard, 'stats'>,
+  websockets: Pick<WebsocketLimits, 'stats'>,
 ): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey' | 'adminResources'> {
   return {
     health: () => ({ status: 'ok' as const, standby: standby.counts(), launches: admission.stats() }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
-    adminResources: () => daemonResources(sessionCount(), launcherPid()),
+    adminResources: async () => ({ ...(await daemonResources(sessionCount(), launcherPid())), connections: { ...connections.stats(), ...websockets.stats() } }),
     adminCreateKey: async ({ body }) => {
       const { org, key } = await auth.createKey(body.org);
       return { org_id: org.id, org: org.name, key };
