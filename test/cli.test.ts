@@ -227,13 +227,15 @@ describe('rbrowse CLI', () => {
     const r = await cli(['doctor']);
     assertOk(r, 'doctor');
     const got = lines(out(r));
-    // After the packages: whether bubblewrap runs, whether Chromium gets its own sandbox, whether the state parses; then node.
-    const names = [...SYSTEM_DEPS.map((d) => d.name), 'sandbox', 'chromium-sandbox', 'state', 'node'];
+    // After the packages: what boxes have here (namespaces, users, network, Chromium's own sandbox, each limit), whether the state parses; then node.
+    const boxes = ['namespaces', 'users', 'network', 'chromium-sandbox', 'limit memory', 'limit pids', 'limit shm', 'limit disk'];
+    const names = [...SYSTEM_DEPS.map((d) => d.name), ...boxes, 'state', 'node'];
+    const width = Math.max(...names.map((n) => n.length));
     assert.equal(got.length, names.length, out(r));
     names.forEach((name, i) => {
       const line = got[i]!;
       assert.ok(line.startsWith('✓ '), `not ✓: ${line}`);
-      assert.equal(line.slice(2).startsWith(`${name} `), true, `line ${i} is not about ${name}: ${line}`);
+      assert.equal(line.slice(2).startsWith(`${name.padEnd(width)} `), true, `line ${i} is not about ${name}, aligned: ${line}`);
     });
     assert.doesNotMatch(out(r), /✗|fix:/);
     const json = parseJson<{ name: string; state: string; detail: string }[]>(await cli(['doctor', '--json']), 'doctor --json');

@@ -9,6 +9,7 @@ import { chromium } from 'playwright';
 import { CLI, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 import { zipOf, zipSlipping } from './helpers/zip.js';
+import { diskOf } from './helpers/box.js';
 
 let d: TestDaemon;
 let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
@@ -52,14 +53,6 @@ async function read(id: string, path: string) {
   const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/read_file?${q(path)}`, { headers: { authorization: `Bearer ${d.apiKey}` } });
   return { status: res.status, text: await res.text() };
 }
-/** A session's disk on the host (its home and /tmp below it), as /proc/mounts shows it to anyone. */
-async function diskOf(id: string): Promise<string> {
-  const mounts = await readFile('/proc/mounts', 'utf8');
-  const dir = mounts.split('\n').map((l) => l.split(' ')[1]!).find((m) => m?.endsWith(`-${id}`));
-  assert.ok(dir, `the disk of ${id} is mounted`);
-  return dir!;
-}
-
 describe('filesystem inside a session', () => {
   test('create_directory is recursive and idempotent, mode default 755', async () => {
     const id = await session();

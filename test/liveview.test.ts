@@ -107,30 +107,31 @@ describe('live view', () => {
   });
 
   test('every supported viewport is exact inside the page, with and without kiosk', async () => {
-    for (const v of SUPPORTED_VIEWPORTS) {
-      for (const kiosk_mode of [false, true]) {
-        const s = await create({ viewport: { width: v.width, height: v.height }, kiosk_mode });
-        const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
-        try {
-          const page = cdp.contexts()[0]!.pages()[0]!;
-          const measure = () => page.evaluate(() => ({ sw: screen.width, sh: screen.height, iw: innerWidth, ih: innerHeight, ow: outerWidth, oh: outerHeight }));
-          // Right after start the window manager may still be fitting the window: let it settle.
-          await waitFor(async () => (await measure()).iw === v.width, 3000, 'the window to fill the screen').catch(() => {});
-          const m = await measure();
-          const what = `${v.width}x${v.height}${kiosk_mode ? ' kiosk' : ''}: ${JSON.stringify(m)}`;
-          assert.equal(m.sw, v.width, what);
-          assert.equal(m.sh, v.height, what);
-          assert.equal(m.iw, v.width, what);
-          assert.equal(m.ow, v.width, what);
-          assert.equal(m.oh, v.height, what);
-          if (kiosk_mode) assert.equal(m.ih, v.height, `kiosk shows no address bar or tabs: ${what}`);
-          else assert.ok(m.ih < v.height, `the address bar and tabs are shown: ${what}`);
-        } finally {
-          await cdp.close();
-          await d.api('DELETE', `/browsers/${s.session_id}`);
-        }
+    const check = async (v: { width: number; height: number }, kiosk_mode: boolean) => {
+      const s = await create({ viewport: { width: v.width, height: v.height }, kiosk_mode });
+      const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
+      try {
+        const page = cdp.contexts()[0]!.pages()[0]!;
+        const measure = () => page.evaluate(() => ({ sw: screen.width, sh: screen.height, iw: innerWidth, ih: innerHeight, ow: outerWidth, oh: outerHeight }));
+        // Right after start the window manager may still be fitting the window: let it settle.
+        await waitFor(async () => (await measure()).iw === v.width, 5000, 'the window to fill the screen').catch(() => {});
+        const m = await measure();
+        const what = `${v.width}x${v.height}${kiosk_mode ? ' kiosk' : ''}: ${JSON.stringify(m)}`;
+        assert.equal(m.sw, v.width, what);
+        assert.equal(m.sh, v.height, what);
+        assert.equal(m.iw, v.width, what);
+        assert.equal(m.ow, v.width, what);
+        assert.equal(m.oh, v.height, what);
+        if (kiosk_mode) assert.equal(m.ih, v.height, `kiosk shows no address bar or tabs: ${what}`);
+        else assert.ok(m.ih < v.height, `the address bar and tabs are shown: ${what}`);
+      } finally {
+        await cdp.close();
+        await d.api('DELETE', `/browsers/${s.session_id}`);
       }
-    }
+    };
+    // Three sessions at a time: each is independent, and one by one they took a minute.
+    const combos = SUPPORTED_VIEWPORTS.flatMap((v) => [false, true].map((kiosk) => [v, kiosk] as const));
+    for (let i = 0; i < combos.length; i += 3) await Promise.all(combos.slice(i, i + 3).map(([v, kiosk]) => check(v, kiosk)));
   });
 
   test('PATCH viewport: 409 while a viewer watches, force resizes screen and window, the viewer follows', async () => {

@@ -74,6 +74,18 @@ describe('processes in a session', () => {
     );
   });
 
+  test('exec of a program that does not exist: 127 and a shell-like message naming nothing of rbrowse', async () => {
+    await withSession(async (id) => {
+      const r = await kernel.browsers.process.exec(id, { command: 'no-such-program', args: ['x'] });
+      assert.equal(r.exit_code, 127);
+      const stderr = text(r.stderr_b64);
+      assert.equal(stderr.trim(), 'no-such-program: command not found');
+      assert.doesNotMatch(stderr, /setpriv|bwrap|agent|rbrowse/);
+      // Control: a program that exists runs.
+      assert.equal((await kernel.browsers.process.exec(id, { command: 'true' })).exit_code, 0);
+    });
+  });
+
   test('exec: timeout_sec kills a process that outlives it (exit 124, output so far kept)', async () => {
     await withSession(async (id) => {
       const started = Date.now();

@@ -170,7 +170,7 @@ function stateCheck(): Check {
   if (main === false && backup !== true) {
     return { name: 'state', state: 'missing', detail: `${stateFile} does not parse and no last good copy is left: the daemon will not start`, fix: `repair it, or move it aside to start with no state: mv ${stateFile} ${stateFile}.broken` };
   }
-  if (main === false) return { name: 'state', state: 'warning', detail: `${stateFile} does not parse: the next start recovers from its last good copy (one change behind at most)` };
+  if (main === false) return { name: 'state', state: 'warning', detail: `${stateFile} does not parse: the next start recovers from its last good copy, as current as the file was` };
   if (kept.length) {
     return { name: 'state', state: 'warning', detail: `recovered from its last good copy once; the unreadable file is kept as ${kept.join(', ')}`, fix: `look at it, then remove it: rm ${kept.join(' ')}` };
   }
@@ -257,7 +257,8 @@ export function doctorCommand(): Command {
       const checks = await doctorChecks();
       if (checks.some((c) => c.state === 'missing')) process.exitCode = 1;
       if (o.json) return printJson(checks);
-      for (const c of checks) printCheck(c.state, c.name, c.fix ? `${c.detail}\n${' '.repeat(14)}fix: ${c.fix}` : c.detail);
+      const width = Math.max(...checks.map((c) => c.name.length));
+      for (const c of checks) printCheck(c.state, c.name, c.fix ? `${c.detail}\n${' '.repeat(width + 3)}fix: ${c.fix}` : c.detail, width);
       const missing = missingDeps();
       if (missing.length) process.stdout.write(`\ninstall everything missing with:\n  ${installCommand(missing)}\n`);
     });

@@ -1,4 +1,4 @@
-import { link, readFile, rename, unlink } from 'node:fs/promises';
+import { readFile, rename, unlink } from 'node:fs/promises';
 import { replaceFile } from './replace-file.js';
 
 /** Where an opened document came from: the file itself, its last good copy, or nowhere (a new home). */
@@ -23,8 +23,8 @@ export class StateUnreadableError extends Error {
 
 /**
  * A JSON document that survives anything but the loss of both its copies. Each write replaces the
- * file atomically (temp file, fsync, rename, mode 0600), and first keeps the document it replaces
- * as `<file>.last-good` by a hard link, so the previous version costs no copy. A file that does not
+ * file atomically (temp file, fsync, rename, mode 0600), then its copy `<file>.last-good` the same
+ * way, so the copy is as current as the file. A file that does not
  * parse (a disk fault, a hand edit) is moved aside and the last good copy is read instead; with
  * none left, opening fails. Writes coalesce: at most one runs, and one more waits for the newest data.
  */
@@ -65,21 +65,13 @@ export class DurableJsonFile<T> {
   }
 
   private async replace(text: string): Promise<void> {
-    const keep = `${this.lastGood}.${process.pid}`;
-    // ENOENT: the first write of a new home has nothing to keep. EEXIST: a write that failed
-    // half-way left its link; cleared only then, as every write pays for each call here.
-    const linked = () =>
-      link(this.file, keep).then(
-        () => true,
-        (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)),
-      );
-    const kept = await linked().catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err;
-      await unlink(keep);
-      return linked();
-    });
-    if (kept) await rename(keep, this.lastGood);
+    // Both copies hold the newest document: a file that stops parsing later (a disk fault, a hand
+    // edit) is recovered with nothing lost. Each is replaced atomically, the file first: a crash
+    // between them leaves the file new and the copy one change behind, and the file is read first.
     await replaceFile(this.file, `${text}\n`);
+    await replaceFile(this.lastGood, `${text}\n`);
+    // A hard link left by an earlier version's write that failed half-way.
+    await unlink(`${this.lastGood}.${process.pid}`).catch(() => {});
   }
 }
 

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessLauncher } from '../../daemon/browser/launcher.js';
@@ -28,4 +28,12 @@ export async function standaloneBox(): Promise<{ box: Box; files: FileOps; sh(sc
       await rm(home, { recursive: true, force: true });
     },
   };
+}
+
+/** A session's disk on the host (its home and /tmp below it), as /proc/mounts shows it to anyone. */
+export async function diskOf(id: string): Promise<string> {
+  const mounts = await readFile('/proc/mounts', 'utf8');
+  const dir = mounts.split('\n').map((l) => l.split(' ')[1]!).find((m) => m?.endsWith(`-${id}`));
+  if (!dir) throw new Error(`the disk of ${id} is not mounted`);
+  return dir;
 }
