@@ -17,12 +17,11 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { chromium } from 'playwright';
 import WebSocket from 'ws';
-import { CdpClient } from '../daemon/cdp/cdp-client.js';
+import { CdpClient } from './cdp.js';
 import { resolveChromium } from '../src/system-deps.js';
 import { zipOf } from '../test/helpers/zip.js';
 import type { TestDaemon } from '../test/helpers/daemon.js';
 import { RawChromiums } from './raw.js';
-import { Sandbox } from '../daemon/sandbox/sandbox.js';
 import { startTestDaemon } from '../test/helpers/daemon.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
 import { alternate, createSession, timed } from './scenarios.js';
@@ -49,13 +48,12 @@ runBench(async (cleanups) => {
   };
 
   progress('exec');
-  const sandbox = Sandbox.detect({ hide: [d.home], log: () => {} });
-  const [file, ...args] = [...sandbox.wrap({ home: scratch, tmp: scratch }), 'true'];
+  // The floor: the same program spawned here, with no session, box or API in between.
   const [exec, spawnFloor] = await alternate(
     2,
     ROUNDS,
     () => timed(() => call('/process/exec', { command: 'true' })),
-    () => timed(() => execa(file!, args)),
+    () => timed(() => execa('true')),
   );
 
   progress('playwright.execute');
@@ -169,9 +167,7 @@ async function bidiEvaluations(url: string, count: number): Promise<number> {
 async function cdpEvaluations(url: string, count: number): Promise<number> {
   const cdp = await CdpClient.connect(url);
   try {
-    const { targetInfos } = await cdp.send('Target.getTargets');
-    const page = targetInfos.find((t: { type: string }) => t.type === 'page');
-    const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: page.targetId, flatten: true });
+    const sessionId = await cdp.attachToPage();
     return await timed(async () => {
       for (let i = 0; i < count; i++) await cdp.send('Runtime.evaluate', { expression: '1 + 1' }, sessionId);
     });

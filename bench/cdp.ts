@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { type RawData } from 'ws';
 import { findMarkedProcesses, sleep } from '../daemon/browser/procs.js';
+import type { TestDaemon } from '../test/helpers/daemon.js';
 
 interface Pending {
   resolve: (result: unknown) => void;
@@ -91,36 +91,42 @@ export class CdpClient {
   }
 }
 
-/** The profile directory of a session's browser process, found by the daemon's environment markers. */
-async function sessionUserDataDir(home: string, sessionId: string): Promise<string> {
-  for (const pid of await findMarkedProcesses(home, sessionId)) {
-    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    const userData = args.find((a) => a.startsWith('--user-data-dir='))?.slice('--user-data-dir='.length);
-    // Renderers and other helpers carry --type=; the browser process does not. The path is the
-    // one inside the session's sandbox: /proc/PID/root resolves it in the browser's own namespace.
-    // bwrap's own command line carries the browser's arguments too: skip it.
-    const isBrowser = !args[0]?.endsWith('bwrap') && !args.some((a) => a.startsWith('--type='));
-    if (userData && isBrowser) return `/proc/${pid}/root${userData}`;
-  }
-  throw new Error(`no browser process found for session ${sessionId}`);
+/** Browser.close over a short-lived connection (a raw browser's end, as a session's). */
+export async function cdpClose(wsUrl: string): Promise<void> {
+  const client = await CdpClient.connect(wsUrl).catch(() => undefined);
+  if (!client) return;
+  await client.send('Browser.close').catch(() => {});
+  client.close();
 }
 
 /** "PORT\n/devtools/browser/GUID": both lines, the GUID complete. */
 const ACTIVE_PORT = /^(\d+)\n(\/devtools\/browser\/[0-9a-f-]{36})\s*$/;
 
 /**
- * The DevTools websocket of a session's own Chromium, which the API deliberately never reveals:
- * read from the DevToolsActivePort file Chromium writes into its profile.
+ * The DevTools websocket of a session's own Chromium, which the API deliberately never reveals,
+ * and which only its box's network reaches: read from the DevToolsActivePort file Chromium writes
+ * into its profile, through the filesystem API.
  */
-export async function directWsUrl(home: string, sessionId: string, timeoutMs = 5000): Promise<string> {
-  const file = join(await sessionUserDataDir(home, sessionId), 'DevToolsActivePort');
+export async function directWsUrl(d: TestDaemon, sessionId: string, timeoutMs = 5000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     // Chromium prints "DevTools listening" (which is when a create returns) before it writes this
     // file, and writes it in place: it can be missing or half-written for a few milliseconds.
-    const m = ACTIVE_PORT.exec(await readFile(file, 'utf8').catch(() => ''));
+    const res = await fetch(`${d.baseUrl}/browsers/${sessionId}/fs/read_file?path=${encodeURIComponent('/home/kernel/user-data/DevToolsActivePort')}`, {
+      headers: { authorization: `Bearer ${d.apiKey}` },
+    });
+    const m = ACTIVE_PORT.exec(res.ok ? await res.text() : '');
     if (m) return `ws://127.0.0.1:${m[1]}${m[2]}`;
-    if (Date.now() > deadline) throw new Error(`no complete ${file} after ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`no complete DevToolsActivePort of ${sessionId} after ${timeoutMs} ms`);
     await sleep(20);
   }
+}
+
+/** A process in a session's box (its agent), whose network namespace the bench can enter. */
+export async function boxProcess(home: string, sessionId: string): Promise<number> {
+  for (const pid of await findMarkedProcesses(home, sessionId)) {
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (args.some((a) => a.endsWith('/agent.mjs')) && !args[0]?.endsWith('bwrap')) return pid;
+  }
+  throw new Error(`no box found for session ${sessionId}`);
 }

@@ -8,7 +8,7 @@
 import { cpus, loadavg } from 'node:os';
 import Kernel from '@onkernel/sdk';
 import { execa } from 'execa';
-import { appBaseEnv, harnessArgs, NODE_BINARY } from '../daemon/apps/harness-command.js';
+import { runnerScript } from '../daemon/process/node-runner.js';
 import { deployFixtureApp } from '../test/helpers/apps.js';
 import { ROOT, startTestDaemon } from '../test/helpers/daemon.js';
 import { renderTable, summarize, type Comparison } from './stats.js';
@@ -25,16 +25,19 @@ interface SelfTiming {
 
 const progress = (msg: string) => console.error(`[bench:invocations] ${msg}`);
 
-/** The harness run by hand, as the daemon runs it: the floor any invocation stands on. */
+/**
+ * The harness run by hand, as the daemon ran it before apps had boxes (a plain child of the
+ * daemon's Node, on the host): the floor any invocation stands on, and the baseline of what the
+ * box costs.
+ */
 async function rawRun(): Promise<SelfTiming> {
-  const result = await execa(NODE_BINARY, harnessArgs('run', 'index.ts', 'bench', 'noop'), {
+  const result = await execa(process.execPath, ['--import', import.meta.resolve('tsx'), runnerScript('apps', 'harness.mjs'), 'run', 'index.ts', 'bench', 'noop'], {
     cwd: APP_DIR,
-    env: { ...appBaseEnv(), KERNEL_API_KEY: 'unused', RBROWSE_PAYLOAD: '{"n":1}' },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: APP_DIR, KERNEL_API_KEY: 'unused', RBROWSE_PAYLOAD: '{"n":1}', RBROWSE_RESULT_FD: '3' },
     extendEnv: false,
-    ipc: true,
-    serialization: 'json',
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
   });
-  const message = result.ipcOutput.at(-1) as { type: string; output: string };
+  const message = JSON.parse(String(result.stdio[3]).trim().split('\n').at(-1)!) as { type: string; output: string };
   if (message?.type !== 'result') throw new Error(`raw run failed: ${JSON.stringify(message)}`);
   return JSON.parse(message.output) as SelfTiming;
 }

@@ -18,6 +18,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { exchange } from '../src/http-exchange.js';
 import { callApi, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { startFlood } from '../test/helpers/flood.js';
 import { footprint } from './footprint.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
 import { summarize, type Summary } from './stats.js';
@@ -26,6 +27,8 @@ const CLIENTS = intEnv('LOAD_CLIENTS', 40);
 const CHURNERS = Math.min(CLIENTS, intEnv('LOAD_CHURNERS', 10));
 const ROUND_MS = intEnv('LOAD_ROUND_S', 30) * 1000;
 const ROUNDS = intEnv('LOAD_ROUNDS', 3);
+/** Half-open connections held by another local user during the flood round (0: no such round). */
+const FLOOD = intEnv('LOAD_FLOOD', 2000);
 
 interface Round {
   statuses: Record<string, number>;
@@ -130,6 +133,18 @@ runBench(async (cleanups) => {
     rounds.push(await round(d, ROUND_MS, CHURNERS, CLIENTS - CHURNERS));
     progress(`round ${i + 1} done, load ${load()}`);
   }
+  let flood: { round: Round; opened: number; connections: Record<string, number>; rssBefore: number } | undefined;
+  if (FLOOD > 0) {
+    const rssBefore = (await footprint(d)).rssMiB;
+    const attack = await startFlood(Number(new URL(d.baseUrl).port), FLOOD);
+    cleanups.push(() => attack.stop().then(() => {}));
+    await new Promise((s) => setTimeout(s, 3000));
+    const r = await round(d, ROUND_MS, CHURNERS, CLIENTS - CHURNERS);
+    const connections = (await adminResources(d) as unknown as { connections: Record<string, number> }).connections;
+    const opened = await attack.stop();
+    flood = { round: r, opened, connections, rssBefore };
+    progress(`flood round done, load ${load()}`);
+  }
   const floorReads = summarize(floor.readsOther);
   console.log(`\nload: ${CLIENTS} clients (${CHURNERS} creating and deleting headless sessions, ${CLIENTS - CHURNERS} reading and PATCHing), ${ROUND_MS / 1000} s rounds; machine load after: ${load()}`);
   console.log(`floor: reads with nothing launching p50/p95/p99 ${fmt(floorReads)} ms; daemon event loop delay p99 ${floor.loop.p99} ms; ${floor.rssMiB.toFixed(1)} MiB RSS, ${floor.fds} fds\n`);
@@ -140,6 +155,16 @@ runBench(async (cleanups) => {
     console.log(
       `${String(i + 1).padEnd(6)}${statuses.padEnd(34)}${`${r.loop.p99}/${r.loop.max}`.padStart(14)}${String(r.connectionErrors).padStart(9)}${String(r.created).padStart(8)}${fmt(during).padStart(38)}${(during ? (during.p99 / floorReads.p99).toFixed(2) : '-').padStart(10)}${r.rssMiB.toFixed(1).padStart(9)}${String(r.fds).padStart(5)}`,
     );
+  }
+  if (flood) {
+    const reads = summarize([...flood.round.readsOther, ...flood.round.readsWhileLaunching]);
+    const statuses = Object.entries(flood.round.statuses).map(([st, n]) => `${st}:${n}`).join(' ');
+    console.log(
+      `\nflood round: ${FLOOD} half-open connections held by another uid (${flood.opened} opened in all), the same clients beside them: ${statuses}, ` +
+        `${flood.round.connectionErrors} connection errors, reads p50/p95/p99 ${fmt(reads)} ms (p99/floor ${(reads.p99 / floorReads.p99).toFixed(2)}), ` +
+        `daemon connections ${JSON.stringify(flood.connections)}, RSS ${flood.rssBefore.toFixed(1)} -> ${flood.round.rssMiB.toFixed(1)} MiB`,
+    );
+    rounds.push(flood.round);
   }
   const fivexx = rounds.reduce((n, r) => n + Object.entries(r.statuses).filter(([s]) => Number(s) >= 500).reduce((m, [, c]) => m + c, 0), 0);
   const errors = rounds.reduce((n, r) => n + r.connectionErrors, 0);

@@ -4,9 +4,11 @@ import type { BrowserSession } from '../src/api/schemas.js';
 import { startTestDaemon, tornDown, type TestDaemon } from '../test/helpers/daemon.js';
 import { startFixtureServer } from '../test/helpers/fixtures.js';
 import { resolveChromium } from '../src/system-deps.js';
-import { CdpClient, directWsUrl } from './cdp.js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { boxProcess, CdpClient, directWsUrl } from './cdp.js';
 import { RawChromiums } from './raw.js';
-import { startRelay, type Relay } from './relay.js';
 
 export interface BenchContext {
   daemon: TestDaemon;
@@ -210,29 +212,42 @@ async function attachedClient(url: string, clients: CdpClient[]): Promise<CallTi
 
 /**
  * Runtime.evaluate("1+1") round trips through the gateway against the same session's Chromium
- * reached directly: one browser, one page, so the only difference is what sits in the path.
+ * reached directly, through a bare relay and through a TCP splice: one browser, one page, so the
+ * only difference is what sits in the path. Its DevTools port is in its box's network, so those
+ * three run there (bench/inside.ts, entered with nsenter); the gateway's client runs here.
  */
 export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<RoundTrips> {
   const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
   const clients: CdpClient[] = [];
-  const relays: Relay[] = [];
+  const inside = spawn('nsenter', [`--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`, '--', process.execPath, ...process.execArgv,
+    fileURLToPath(new URL('./inside.ts', import.meta.url)), await directWsUrl(ctx.daemon, session.session_id)], { stdio: ['pipe', 'pipe', 'inherit'] });
   try {
-    const directUrl = await directWsUrl(ctx.daemon.home, session.session_id);
-    relays.push(await startRelay(directUrl, 'ws'), await startRelay(directUrl, 'tcp'));
-    const paths: CallTimer[] = [
-      await attachedClient(session.cdp_ws_url, clients),
-      await attachedClient(directUrl, clients),
-      await attachedClient(relays[0]!.url, clients),
-      await attachedClient(relays[1]!.url, clients),
-    ];
-    const timeCalls = (count: number) => paths.map((path) => () => path(count));
-    await interleave(0, 1, timeCalls(o.warmupCalls));
-    // Samples are per call, pooled over the interleaved rounds.
-    const [gateway, direct, bareRelay, splice] = (await interleave(0, o.rounds, timeCalls(o.callsPerRound))).map((r) => r.flat());
-    return { gateway: gateway!, direct: direct!, bareRelay: bareRelay!, splice: splice! };
+    const lines = createInterface({ input: inside.stdout! })[Symbol.asyncIterator]();
+    const next = async () => (await lines.next()).value as string;
+    if ((await next()) !== 'ready') throw new Error('bench/inside.ts did not start');
+    const gateway = await attachedClient(session.cdp_ws_url, clients);
+    const insideRound = async (calls: number) => {
+      inside.stdin!.write(`${JSON.stringify({ calls })}\n`);
+      return JSON.parse(await next()) as Omit<RoundTrips, 'gateway'>;
+    };
+    await gateway(o.warmupCalls);
+    await insideRound(o.warmupCalls);
+    const out: RoundTrips = { gateway: [], direct: [], bareRelay: [], splice: [] };
+    // Samples are per call, pooled over rounds; each round runs the gateway first or last in turn.
+    for (let round = 0; round < o.rounds; round++) {
+      const first = round % 2 === 0;
+      if (first) out.gateway.push(...(await gateway(o.callsPerRound)));
+      const r = await insideRound(o.callsPerRound);
+      if (!first) out.gateway.push(...(await gateway(o.callsPerRound)));
+      out.direct.push(...r.direct);
+      out.bareRelay.push(...r.bareRelay);
+      out.splice.push(...r.splice);
+    }
+    return out;
   } finally {
     for (const c of clients) c.close();
-    for (const r of relays) r.stop();
+    inside.stdin!.end();
+    inside.kill('SIGKILL');
     await deleteSession(ctx.daemon, session.session_id);
   }
 }

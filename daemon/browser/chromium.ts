@@ -115,7 +115,7 @@ export function mergeListFlags(args: string[]): string[] {
   return out.map((a) => (merged.has(a) ? `${a}=${merged.get(a)!.join(',')}` : a));
 }
 
-export function chromiumArgs(o: ChromiumOptions): string[] {
+export function chromiumArgs(o: Omit<ChromiumOptions, 'box'>): string[] {
   return mergeListFlags([
     ...BASE_FLAGS,
     `--user-data-dir=${o.userDataDir}`,
