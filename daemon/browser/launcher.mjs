@@ -126,7 +126,12 @@ async function startBox(m) {
     if (!/}\s*$/.test(info)) return;
     void userNamespaceReady(id, entry, spec, JSON.parse(info)['child-pid'], child).catch((err) => fail(err));
   });
-  child.on('message', (msg, handle) => send({ type: 'box-msg', box: id, msg }, handle));
+  child.on('message', (msg, handle) => {
+    // The agent's first word: bubblewrap has set the box up (its loopback among it) and run it.
+    entry.startNetwork?.();
+    entry.startNetwork = undefined;
+    send({ type: 'box-msg', box: id, msg }, handle);
+  });
   child.once('exit', (code, signal) => {
     entry.exited = true;
     if (!entry.stopping) send({ type: 'box-exit', box: id, code, signal, stderr: stderr.slice(-2000) });
@@ -144,19 +149,24 @@ async function userNamespaceReady(id, entry, spec, pid, child) {
   }
   child.stdio[4].end('1');
   send({ type: 'box-started', box: id, pid: child.pid, childPid: pid });
-  if (spec.pasta) {
-    const pasta = spawn(spec.pasta.command, [...spec.pasta.args, String(pid)], { env: spec.env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-    entry.pasta = pasta;
-    let out = '';
-    pasta.stderr.on('data', (d) => (out = (out + d).slice(-2000)));
-    pasta.once('error', (err) => send({ type: 'box-network', box: id, ok: false, message: err.message }));
-    // pasta -f stays in the foreground: its exit before the box's is a network that failed to start.
-    pasta.once('exit', (code) => {
-      if (!entry.exited && !entry.stopping) send({ type: 'box-network', box: id, ok: false, message: out.trim() || `pasta exited with ${code}` });
-    });
-    // Told by the box's agent once the interface is up (see box-net-probe); here only started.
-    send({ type: 'box-network', box: id, ok: true, pid: pasta.pid });
-  }
+  // pasta starts once the agent runs, not now: bringing the box's loopback up itself, it raced
+  // bubblewrap's own setup of it (which then failed, 'loopback: Failed RTM_NEWADDR').
+  if (spec.pasta) entry.startNetwork = () => startNetwork(id, entry, spec, pid);
+}
+
+/** pasta for the box's outbound traffic, in its network namespace (by the pid of its init). */
+function startNetwork(id, entry, spec, pid) {
+  if (entry.exited || entry.stopping) return;
+  const pasta = spawn(spec.pasta.command, [...spec.pasta.args, String(pid)], { env: spec.env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  entry.pasta = pasta;
+  let out = '';
+  pasta.stderr.on('data', (d) => (out = (out + d).slice(-2000)));
+  pasta.once('error', (err) => send({ type: 'box-network', box: id, ok: false, message: err.message }));
+  // pasta -f stays in the foreground: its exit before the box's is a network that failed to start.
+  pasta.once('exit', (code) => {
+    if (!entry.exited && !entry.stopping) send({ type: 'box-network', box: id, ok: false, message: out.trim() || `pasta exited with ${code}` });
+  });
+  send({ type: 'box-network', box: id, ok: true, pid: pasta.pid });
 }
 
 async function stopBox({ box: id, keepDisk }, quiet = false) {
