@@ -239,6 +239,35 @@ describe('filesystem inside a session', () => {
     await d.api('DELETE', `/browsers/${id}`);
   });
 
+  test('an unreadable file is a 403 at once, never a 200 that hangs; a directory zip that cannot be completed is an error, links in it stay links', async () => {
+    const id = await session();
+    try {
+      const exec = (script: string) => d.api('POST', `/browsers/${id}/process/exec`, { command: 'sh', args: ['-c', script] });
+      await exec('mkdir -p /home/kernel/z/in && echo hidden > /home/kernel/z/secret && chmod 000 /home/kernel/z/secret && echo ok > /home/kernel/z/in/ok.txt && ln -s /etc/passwd /home/kernel/z/in/link');
+      const started = Date.now();
+      const unreadable = await read(id, '/home/kernel/z/secret');
+      assert.equal(unreadable.status, 403, unreadable.text);
+      assert.equal(JSON.parse(unreadable.text).code, 'forbidden');
+      assert.ok(Date.now() - started < 10_000, 'answered at once');
+      // Control: a readable file beside it reads.
+      assert.deepEqual(await read(id, '/home/kernel/z/in/ok.txt'), { status: 200, text: 'ok\n' });
+
+      const zipOfDir = (path: string) => fetch(`${d.baseUrl}/browsers/${id}/fs/download_dir_zip?${q(path)}`, { headers: { authorization: `Bearer ${d.apiKey}` } });
+      const broken = await zipOfDir('/home/kernel/z');
+      assert.equal(broken.status, 403, 'a zip holding an unreadable file is refused, not cut short');
+      assert.equal((await broken.json()).code, 'forbidden');
+      const whole = await zipOfDir('/home/kernel/z/in');
+      assert.equal(whole.status, 200);
+      const bytes = Buffer.from(await whole.arrayBuffer());
+      assert.ok(bytes.includes('ok.txt'));
+      // The link is stored as a link (its target's name), never followed to the host's file.
+      assert.ok(bytes.includes('/etc/passwd'), 'the link target is stored');
+      assert.ok(!bytes.includes('root:x:0:0'), "the link's target's content is not");
+    } finally {
+      await d.api('DELETE', `/browsers/${id}`);
+    }
+  });
+
   test('upload_zip (official SDK): extracted into dest_path inside the session; escapes, links and bombs refused, nothing left', async () => {
     const id = await session();
     const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
