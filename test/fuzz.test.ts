@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 const SEED = Number(process.env.RBROWSE_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const RUNS = Number(process.env.RBROWSE_FUZZ_RUNS ?? 12);
@@ -182,6 +182,9 @@ test('write_file with a valid path and mutated query, headers and body (the fuzz
   const types = [undefined, 'application/octet-stream', 'application/json', 'text/plain', 'multipart/form-data', 'application/x-www-form-urlencoded', '*/*'];
   const bodies = [Buffer.alloc(0), Buffer.from('{"a":1}'), Buffer.from([0xff, 0xfe, 0x00, 0x01]), Buffer.alloc(64 * 1024, 0x41)];
   let served = 0;
+  // A session of its own: the fuzzer's requests above may have ended the shared one.
+  // (one launch at a time here: a create is retried while another is refused with 429)
+  const target = await waitFor(async () => (await d.api('POST', '/browsers', { headless: true })).body.session_id as string | undefined, 60_000, 'a session to fuzz');
   for (let i = 0; i < 60; i++) {
     const query = new URLSearchParams({ path: `/tmp/fuzz-${i}.txt` });
     const mode = modes[i % modes.length];
@@ -190,7 +193,7 @@ test('write_file with a valid path and mutated query, headers and body (the fuzz
     const headers: Record<string, string> = { authorization: `Bearer ${d.apiKey}` };
     const type = types[i % types.length];
     if (type) headers['content-type'] = type;
-    const res = await fetch(`${d.baseUrl}/browsers/${liveId}/fs/write_file?${query}`, { method: 'PUT', headers, body: bodies[i % bodies.length], signal: AbortSignal.timeout(ANSWER_MS) });
+    const res = await fetch(`${d.baseUrl}/browsers/${target}/fs/write_file?${query}`, { method: 'PUT', headers, body: bodies[i % bodies.length], signal: AbortSignal.timeout(ANSWER_MS) });
     const text = await res.text();
     const what = `mode=${mode} type=${type} body#${i % bodies.length}`;
     assert.ok(res.status < 500, `${res.status} for ${what}: ${text.slice(0, 300)}`);
@@ -199,4 +202,5 @@ test('write_file with a valid path and mutated query, headers and body (the fuzz
   }
   // Control: the well-formed ones among them were written.
   assert.ok(served > 0, 'some writes succeeded');
+  await d.api('DELETE', `/browsers/${target}`);
 });

@@ -352,10 +352,11 @@ describe('invocations', () => {
     const crash = async (action: string) => {
       const created = await kernel.invocations.create({ app_name: 'crash', version: 'latest', action_name: action });
       if (created.status !== 'queued' && created.status !== 'running') return created;
-      return waitFor(async () => {
+      const ended = await waitFor(async () => {
         const now = await kernel.invocations.retrieve(created.id);
         return now.status === 'queued' || now.status === 'running' ? undefined : now;
       }, 120_000, `the ${action} invocation to end`);
+      return ended!;
     };
     const exited = await crash('exit');
     assert.equal(exited.status, 'failed');

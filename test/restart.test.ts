@@ -27,15 +27,15 @@ async function killDaemonHard(): Promise<void> {
 
 const readState = async () => JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
 
-test('after kill -9 with live sessions, a restart reaps the orphans and ends the sessions', async () => {
+test('after kill -9 with live sessions, nothing of them is left once the daemon is back, and the sessions are ended', async () => {
   const headless = (await d.api('POST', '/browsers', { headless: true })).body;
   const headful = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
   await killDaemonHard();
 
   const state = await readState();
   assert.equal(state.sessions.filter((s: any) => !s.deleted_at).length, 2, 'state parses and has both live sessions');
-  const orphans = await findMarkedProcesses(d.home);
-  assert.ok(orphans.length >= 3, `Chromium and Xvfb outlive a crashed daemon (${orphans.length} found)`);
+  // The daemon's launcher outlives it only to close the boxes' browsers and end them (their disks
+  // kept for the next daemon); whatever is still running when the next daemon starts, it reaps.
 
   // Any command restarts the daemon; it reaps before it serves.
   const ls = await d.cli(['ls', '--json']);

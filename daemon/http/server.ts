@@ -81,12 +81,15 @@ function bearer(req: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
-/** Throws 415 unless the request's body is of the route's one media type (or there is no body and no type). */
+/**
+ * Refuses (400, naming the media type wanted, as the form routes always have) a body that is not
+ * of the route's one media type; no body and no type pass.
+ */
 function requireMediaType(request: FastifyRequest, consumes: string): void {
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
   if (type === consumes || (!type && !hasBody)) return;
-  throw new ApiError(415, 'unsupported_media_type', `this route takes ${consumes}; the request sent ${type ?? 'a body without a content type'}`);
+  throw new BadRequestError(`the body must be ${consumes}; the request sent ${type ?? 'a body without a content type'}`);
 }
 
 /** A refused body up to this size is read and dropped, so its sender gets the answer. */
@@ -240,8 +243,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         ...(route.body ? { body: route.body } : {}),
         response,
       },
-      // A route that takes one kind of body (a file's bytes, a form) refuses any other with 415:
-      // another parser would hand its handler something else, or nothing.
+      // A route that takes one kind of body (a file's bytes, a form) refuses any other: another
+      // parser would hand its handler something else, or nothing.
       ...(route.consumes ? { preValidation: async (request: FastifyRequest) => requireMediaType(request, route.consumes!) } : {}),
       // Before the body is parsed: any content type arrives as bytes (the parser of octet-stream).
       ...(route.proxied

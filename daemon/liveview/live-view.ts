@@ -17,6 +17,8 @@ import { liveViewPage } from './page.js';
 import { RfbPacer } from './rfb-pacer.js';
 
 export const LIVE_PATH = '/browser/live';
+/** How long a viewer refused by ws may take to take its close frame before it is cut. */
+const VIEWER_CLOSE_MS = 5000;
 export const LIVE_WS_PATH = `${LIVE_PATH}/ws`;
 const NOVNC_PREFIX = `${LIVE_PATH}/novnc/`;
 /** A slow viewer must not make the daemon buffer the screen without bound: past this, stop reading x11vnc. */
@@ -137,20 +139,23 @@ export class LiveView {
       unreadable: () => closeBoth(),
     });
     let closed = false;
-    const closeBoth = () => {
-      if (!closed) {
-        closed = true;
-        this.deps.telemetry.record(session.id, {
-          type: 'live_view_disconnect',
-          category: 'connection',
-          source,
-          data: { session_id: connection, duration_ms: Date.now() - opened },
-        });
-      }
+    /** `hard`: the viewer is cut at once; else ws finishes the close it began (its code says why). */
+    const closeBoth = (hard = true) => {
+      // Once: the vnc socket's own close, which follows, must not cut a viewer left to finish.
+      if (closed) return;
+      closed = true;
+      this.deps.telemetry.record(session.id, {
+        type: 'live_view_disconnect',
+        category: 'connection',
+        source,
+        data: { session_id: connection, duration_ms: Date.now() - opened },
+      });
       release();
       pacer.close();
       vnc.destroy();
-      if (viewer.readyState !== WebSocket.CLOSED) viewer.terminate();
+      if (viewer.readyState === WebSocket.CLOSED) return;
+      if (hard) viewer.terminate();
+      else setTimeout(() => viewer.terminate(), VIEWER_CLOSE_MS).unref();
     };
     let paused = false;
     vnc.on('data', (chunk: Buffer) => {
@@ -166,9 +171,11 @@ export class LiveView {
       }
     });
     viewer.on('message', (data: RawData) => pacer.push(data as Buffer));
-    vnc.on('close', closeBoth);
-    vnc.on('error', closeBoth);
-    viewer.on('close', closeBoth);
-    viewer.on('error', closeBoth);
+    vnc.on('close', () => closeBoth());
+    vnc.on('error', () => closeBoth());
+    viewer.on('close', () => closeBoth());
+    // ws has begun closing with the code that says why (1009 for a message too big) and reads
+    // the rest of the viewer's bytes meanwhile: cutting it now would lose that close frame.
+    viewer.on('error', () => closeBoth(false));
   }
 }
