@@ -129,8 +129,9 @@ describe('live view', () => {
         await d.api('DELETE', `/browsers/${s.session_id}`);
       }
     };
-    // Three sessions at a time: each is independent, and one by one they took a minute.
-    const combos = SUPPORTED_VIEWPORTS.flatMap((v) => [false, true].map((kiosk) => [v, kiosk] as const));
+    // Every viewport without kiosk, and kiosk on every other one (kiosk is one flag whatever the
+    // size: the largest, a 16:10 and the smallest of the list); three sessions at a time.
+    const combos = SUPPORTED_VIEWPORTS.flatMap((v, i) => [[v, false] as const, ...(i % 2 === 0 ? [[v, true] as const] : [])]);
     for (let i = 0; i < combos.length; i += 3) await Promise.all(combos.slice(i, i + 3).map(([v, kiosk]) => check(v, kiosk)));
   });
 
