@@ -248,3 +248,14 @@ async function unmount(dir: string): Promise<void> {
 }
 
 const homeTag = (home: string) => createHash('sha256').update(home).digest('hex').slice(0, 12);
+
+/**
+ * The box disks of a home on this machine (a root daemon's, under /run/rbrowse/disks), mounted or
+ * not: what a stopped daemon keeps (apps' images, a crashed session's disk for its profile) until
+ * its next start. Removing a home for good means unmounting these too.
+ */
+export async function homeDiskDirs(home: string): Promise<string[]> {
+  const prefix = `${homeTag(home)}-`;
+  const names = await readdir(join(RUN_DIR, 'disks')).catch(() => [] as string[]);
+  return names.filter((n) => n.startsWith(prefix)).map((n) => join(RUN_DIR, 'disks', n));
+}

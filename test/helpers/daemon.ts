@@ -7,6 +7,7 @@ import { execa } from 'execa';
 import WebSocket from 'ws';
 import { readFile } from 'node:fs/promises';
 import { findMarkedProcesses, isAlive } from '../../daemon/browser/procs.js';
+import { homeDiskDirs } from '../../daemon/box/boxes.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'bin', 'rbrowse');
@@ -106,7 +107,14 @@ export async function startTestDaemon(opts: { env?: Record<string, string> } = {
         throw new Error(`processes left behind by the daemon of ${home}: ${left.join(', ')}`);
       }
       // RBROWSE_TEST_KEEP=1 keeps a test daemon's home (its log) for a look after the run.
-      if (process.env.RBROWSE_TEST_KEEP !== '1') await rm(home, { recursive: true, force: true });
+      if (process.env.RBROWSE_TEST_KEEP !== '1') {
+        // The disks the daemon keeps across its restarts (apps' images) go with the home.
+        for (const dir of await homeDiskDirs(home)) {
+          await execa('umount', ['--lazy', dir], { reject: false });
+          await rm(dir, { recursive: true, force: true });
+        }
+        await rm(home, { recursive: true, force: true });
+      }
     },
   };
   return daemon;
