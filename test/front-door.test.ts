@@ -93,6 +93,19 @@ describe('the front door', () => {
     // Control: the same request, finished, is answered at once.
     const whole = await rawExchange('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
     assert.match(whole.reply, /^HTTP\/1\.1 200 /);
+    // Clients that never read their 408 (nor close) do not keep the daemon's descriptors either.
+    const mute = Array.from({ length: 10 }, () => {
+      const s = net.connect(port, '127.0.0.1', () => s.write('GET /hea'));
+      s.pause();
+      s.on('error', () => {});
+      return s;
+    });
+    try {
+      await waitFor(async () => (await connections()).open >= 10, 5000, 'the mute clients to connect');
+      await waitFor(async () => (await connections()).open <= 1, 8000, 'the mute clients to be cut');
+    } finally {
+      for (const s of mute) s.destroy();
+    }
   });
 
   test('a flood of half-open connections from another local user leaves room for API clients and their websockets', async () => {

@@ -168,8 +168,6 @@ export class ConnectionGuard {
     this.refused++;
     socket.on('error', () => socket.destroy());
     refuseOnSocket(socket, err);
-    // A client that never reads its refusal does not keep the descriptor.
-    setTimeout(() => socket.destroy(), 1000).unref();
   }
 }
 

@@ -4,6 +4,9 @@ import { ApiError, NotFoundError } from '../../src/errors.js';
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, url: URL) => Promise<void>;
 
+/** How long a refused client may take to read its answer before its connection is cut. */
+const REFUSED_LINGER_MS = 1000;
+
 /**
  * Answers on a raw socket (a refused websocket upgrade, a request the HTTP parser refused) with
  * the kernel-wire error body, then closes.
@@ -18,6 +21,9 @@ export function refuseOnSocket(socket: Duplex, err: ApiError): void {
     `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n${retry ? '' : 'x-should-retry: false\r\n'}${extra}Connection: close\r\n\r\n${body}`,
   );
+  // end() waits for the client to close its side: one that never does (a flood's) would keep the
+  // descriptor. It has a moment to read the answer.
+  setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
 }
 
 /**

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 
 /**
  * Another local user (nobody, through setpriv, when this runs as root) holding `n` connections to
- * a port, each with half a request line, reopening any that is closed (after `reopenMs`).
+ * a port, each with half a request line, reading (and dropping) what comes back so that it sees
+ * a close at once, and reopening any that is closed (after `reopenMs`).
  * stop() ends it and says how many connections it opened in all.
  */
 export async function startFlood(port: number, n: number, reopenMs = 50): Promise<{ uid: number; stop(): Promise<number> }> {
@@ -16,7 +17,7 @@ export async function startFlood(port: number, n: number, reopenMs = 50): Promis
     script,
     `import net from 'node:net';
 let opened = 0, stop = false;
-const open = () => { if (stop) return; opened++; const s = net.connect(${port}, '127.0.0.1', () => s.write('GET /hea')); s.on('error', () => {}); s.on('close', () => setTimeout(open, ${reopenMs})); };
+const open = () => { if (stop) return; opened++; const s = net.connect(${port}, '127.0.0.1', () => s.write('GET /hea')); s.resume(); s.on('error', () => {}); s.on('close', () => setTimeout(open, ${reopenMs})); };
 for (let i = 0; i < ${n}; i++) open();
 process.stdin.on('data', () => { stop = true; process.stdout.write(String(opened)); process.exit(0); });
 `,
