@@ -133,7 +133,7 @@ runBench(async (cleanups) => {
     rounds.push(await round(d, ROUND_MS, CHURNERS, CLIENTS - CHURNERS));
     progress(`round ${i + 1} done, load ${load()}`);
   }
-  let flood: { round: Round; opened: number; connections: Record<string, number>; rssBefore: number } | undefined;
+  let flood: { round: Round; opened: number; connections: Record<string, number>; rssBefore: number; rssAfter: number; fdsAfter: number } | undefined;
   if (FLOOD > 0) {
     const rssBefore = (await footprint(d)).rssMiB;
     const attack = await startFlood(Number(new URL(d.baseUrl).port), FLOOD);
@@ -142,7 +142,9 @@ runBench(async (cleanups) => {
     const r = await round(d, ROUND_MS, CHURNERS, CLIENTS - CHURNERS);
     const connections = (await adminResources(d) as unknown as { connections: Record<string, number> }).connections;
     const opened = await attack.stop();
-    flood = { round: r, opened, connections, rssBefore };
+    await new Promise((s) => setTimeout(s, 3000));
+    const after = await footprint(d);
+    flood = { round: r, opened, connections, rssBefore, rssAfter: after.rssMiB, fdsAfter: after.fds };
     progress(`flood round done, load ${load()}`);
   }
   const floorReads = summarize(floor.readsOther);
@@ -162,7 +164,7 @@ runBench(async (cleanups) => {
     console.log(
       `\nflood round: ${FLOOD} half-open connections held by another uid (${flood.opened} opened in all), the same clients beside them: ${statuses}, ` +
         `${flood.round.connectionErrors} connection errors, reads p50/p95/p99 ${fmt(reads)} ms (p99/floor ${(reads.p99 / floorReads.p99).toFixed(2)}), ` +
-        `daemon connections ${JSON.stringify(flood.connections)}, RSS ${flood.rssBefore.toFixed(1)} -> ${flood.round.rssMiB.toFixed(1)} MiB`,
+        `daemon connections at its end ${JSON.stringify(flood.connections)}; RSS ${flood.rssBefore.toFixed(1)} MiB before, ${flood.round.rssMiB.toFixed(1)} during (${flood.round.fds} fds), ${flood.rssAfter.toFixed(1)} after (${flood.fdsAfter} fds)`,
     );
     rounds.push(flood.round);
   }
