@@ -94,10 +94,10 @@ async function burst(total: number, concurrency: number, one: () => Promise<void
   return performance.now() - start;
 }
 
-/** 30 headless sessions, 5 at a time, as a test suite's parallel workers would make them; deleted after (untimed). */
+/** 30 headless sessions, 5 at a time, as a test suite's parallel workers would make them; deleted after (untimed; a long timeout, so none ends by itself on a slow machine before). */
 async function sessionBurst(ctx: BenchContext): Promise<number> {
   const ids: string[] = [];
-  const ms = await burst(CONFIG.burst, CONFIG.burstConcurrency, async () => void ids.push((await createSession(ctx.daemon, { headless: true })).session_id));
+  const ms = await burst(CONFIG.burst, CONFIG.burstConcurrency, async () => void ids.push((await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 })).session_id));
   for (const id of ids) await deleteSession(ctx.daemon, id);
   return ms;
 }
