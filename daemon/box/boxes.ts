@@ -102,6 +102,9 @@ export class Boxes {
   private readonly live = new Map<string, { box: Box; uids?: BoxUids }>();
   /** What ended boxes still give back (groups, uids, disks): close() waits for it. */
   private readonly releasing = new Set<Promise<void>>();
+  /** Boxes being started: close() waits for them, so none outlives a stopped daemon. */
+  private readonly starting = new Set<Promise<unknown>>();
+  private closing = false;
 
   private constructor(
     private readonly deps: BoxesDeps,
@@ -140,7 +143,16 @@ export class Boxes {
     return this.root ? join(RUN_DIR, 'disks', `${this.tag}-${id}`) : join(this.deps.dir, id);
   }
 
-  async start(req: BoxRequest): Promise<Box> {
+  start(req: BoxRequest): Promise<Box> {
+    if (this.closing) return Promise.reject(new Error('the daemon is stopping'));
+    const started = this.startBox(req);
+    const tracked = started.catch(() => {});
+    this.starting.add(tracked);
+    void tracked.finally(() => this.starting.delete(tracked));
+    return started;
+  }
+
+  private async startBox(req: BoxRequest): Promise<Box> {
     const limits = req.kind === 'session' ? this.sessionLimits : this.appLimits;
     const uids = await this.uids?.take(req.slot);
     const diskDir = this.diskDir(req.id);
@@ -217,6 +229,9 @@ export class Boxes {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    // A box still starting (a refill's) is counted among the live ones once it has: wait for it.
+    while (this.starting.size) await Promise.allSettled([...this.starting]);
     await Promise.all([...this.live.values()].map(({ box }) => box.stop()));
     while (this.releasing.size) await Promise.allSettled([...this.releasing]);
     this.hostPorts.close();
