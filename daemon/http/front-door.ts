@@ -70,8 +70,6 @@ interface Connection {
   client: string;
   /** Requests in progress on it; 0 while it waits for one (new, or kept alive between requests). */
   busy: number;
-  /** Requests it carried to their end: a client's kept-alive connection, not a half-open one. */
-  served: number;
   upgraded: boolean;
 }
 
@@ -110,7 +108,6 @@ export class ConnectionGuard {
       this.idle.delete(c);
       res.once('close', () => {
         c.busy--;
-        c.served++;
         if (c.busy === 0 && !c.upgraded && this.connections.has(c.socket)) this.idle.add(c);
       });
     });
@@ -132,7 +129,7 @@ export class ConnectionGuard {
     if (this.connections.size >= this.limits.maxConnections && !this.evictWaiting()) {
       return this.refuse(socket, Object.assign(new ServiceUnavailableError(`the daemon has ${this.limits.maxConnections} open connections, all busy; try again shortly`), { headers: { 'retry-after': '1' } }));
     }
-    const c: Connection = { socket, client, busy: 0, served: 0, upgraded: false };
+    const c: Connection = { socket, client, busy: 0, upgraded: false };
     this.connections.set(socket, c);
     this.fresh.add(c);
     // Counted again: an eviction above may have freed a place of this client's.
