@@ -66,7 +66,7 @@ describe('live view', () => {
       // Nothing of the session listens in the host's network: its DevTools port is on its box's
       // own loopback, and x11vnc on a Unix socket of the box.
       const sockets = await listeningSockets(d.home, s.session_id);
-      assert.ok(sockets.own.length >= 1, `DevTools listens in the session's own network (${sockets.own})`);
+      assert.ok(sockets.own.length >= 1, `DevTools listens in the session's own network (${sockets.own}; ${sockets.seen})`);
       for (const addr of sockets.own) assert.match(addr, /^(0100007F|00000000000000000000000001000000):/, addr);
       assert.deepEqual(sockets.host, [], "nothing of the session listens in the host's network namespace");
     } finally {

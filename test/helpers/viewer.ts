@@ -47,7 +47,7 @@ export async function pngPixels(page: Page, png: Buffer, points: [number, number
  * Every TCP socket in LISTEN state that a process of this session holds, as "address:port" (hex
  * address as in /proc/net/tcp). Used to prove nothing of a session listens beyond loopback.
  */
-export async function listeningSockets(home: string, sessionId: string): Promise<{ host: string[]; own: string[] }> {
+export async function listeningSockets(home: string, sessionId: string): Promise<{ host: string[]; own: string[]; seen: string }> {
   const inodes = new Set<string>();
   const pids = await findMarkedProcesses(home, sessionId);
   for (const pid of pids) {
@@ -76,5 +76,7 @@ export async function listeningSockets(home: string, sessionId: string): Promise
   return {
     host: await listening(['/proc/net/tcp', '/proc/net/tcp6']),
     own: agent ? await listening([`/proc/${agent}/net/tcp`, `/proc/${agent}/net/tcp6`]) : [],
+    // What the answer rests on, for an assertion's message.
+    seen: `${pids.length} processes, ${inodes.size} sockets, agent ${agent ?? 'not found'}`,
   };
 }
