@@ -141,3 +141,28 @@ async function idle(): Promise<Resources> {
   }
   return least!;
 }
+
+test(`${ROUNDS} rounds of sessions, clients, a pool, invocations, uploads, refused websockets, BiDi, curls, telemetry and restarts leave the daemon where the first left it`, { timeout: 600_000 }, async (t) => {
+  const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, timeout: 180_000 });
+  await deployFixtureApp(kernel, 'sample');
+  const seen: Resources[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    await round(kernel);
+    // Sockets of finished requests close on their own time; give them a moment.
+    await new Promise((r) => setTimeout(r, 1500));
+    seen.push(await idle());
+    const r = seen.at(-1)!;
+    t.diagnostic(`round ${i + 1}: ${r.open_fds} fds, ${r.children} children, rss ${(r.rss_bytes / 2 ** 20).toFixed(1)} MiB, heap ${(r.heap_used_bytes / 2 ** 20).toFixed(1)} MiB, ${JSON.stringify(r.resources)}`);
+  }
+  const first = seen[0]!;
+  for (const [i, r] of seen.entries()) {
+    assert.ok(r.open_fds <= first.open_fds + 2, `round ${i + 1}: ${r.open_fds} fds against ${first.open_fds} after round 1`);
+    for (const [type, n] of Object.entries(r.resources)) {
+      assert.ok(n <= (first.resources[type] ?? 0) + 2, `round ${i + 1}: ${n} ${type} against ${first.resources[type] ?? 0} after round 1`);
+    }
+  }
+  // Memory: no steady climb. The heap is compared from round 2 (round 1 loads and compiles code).
+  const last = seen.at(-1)!;
+  assert.ok(last.heap_used_bytes < seen[1]!.heap_used_bytes + 8 * 2 ** 20, `heap ${seen.map((r) => (r.heap_used_bytes / 2 ** 20).toFixed(1)).join(' -> ')} MiB`);
+  assert.ok(last.rss_bytes < seen[1]!.rss_bytes + 24 * 2 ** 20, `rss ${seen.map((r) => (r.rss_bytes / 2 ** 20).toFixed(1)).join(' -> ')} MiB`);
+});
