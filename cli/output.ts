@@ -46,7 +46,7 @@ export function printList<T>(
   table: { id: (item: T) => string; headers: string[]; row: (item: T) => string[] },
 ): void {
   if (o.json) return printJson(items);
-  if (o.quiet) return items.forEach((item) => process.stdout.write(`${table.id(item)}\n`));
+  if (o.quiet) return void process.stdout.write(items.map((item) => `${table.id(item)}\n`).join(''));
   printTable(table.headers, items.map(table.row));
 }
 

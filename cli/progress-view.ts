@@ -27,6 +27,7 @@ function ProgressView({ state }: { state: ViewState }): ReactNode {
   return h(
     Box,
     { flexDirection: 'column' },
+    // biome-ignore lint/correctness/noChildrenProp: Ink's Static takes its render function as a prop, and its types require it there
     h(Static<ViewState['logs'][number]>, { items: state.logs, children: (item) => h(Text, { key: item.key }, item.line) }),
     line,
   );

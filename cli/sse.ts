@@ -28,6 +28,7 @@ export async function* sseEvents<T>(url: string, auth: Record<string, string>, s
  * Follows a stream until it ends, `onEvent` answers true, or the user interrupts (Ctrl-C,
  * SIGTERM), which is no error: `rbrowse logs -f`, `fs watch`, `process output`.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: most handlers return nothing; false stops the stream
 export async function followUntilInterrupted<T>(url: string, auth: Record<string, string>, onEvent: (event: T) => boolean | void): Promise<void> {
   const controller = new AbortController();
   const stop = () => controller.abort();

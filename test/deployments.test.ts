@@ -18,7 +18,7 @@ import { Boxes } from '../daemon/box/boxes.js';
 import { ActionRun } from '../daemon/invocations/action-run.js';
 import { EventStream } from '../daemon/http/sse.js';
 import { Store } from '../daemon/store.js';
-import { ROOT, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { ROOT, startTestDaemon, waitFor, type CliResult, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
 const SAMPLE = join(ROOT, 'fixtures', 'apps', 'sample');
@@ -219,7 +219,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     await writeFile(ignored, 'must not be deployed');
     const envFile = join(d.home, 'app.env');
     await writeFile(envFile, 'SAMPLE_GREETING=from the file\nOTHER="x y"\n');
-    let out;
+    let out: CliResult;
     try {
       // A path relative to the working directory, as a user types it.
       const entry = relative(process.cwd(), join(SAMPLE, 'index.ts'));

@@ -1,9 +1,9 @@
 import { createWriteStream } from 'node:fs';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, InvalidArgumentError, Option, type OptionValues } from 'commander';
 import type { AuditLogEntry, ListAuditLogsQuery } from '../../src/api/audit-logs.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
-import { printJson, printList } from '../output.js';
+import { printList } from '../output.js';
 import { count } from './browsers.js';
 import { sinceTime } from '../../daemon/apps/event-log.js';
 
@@ -19,7 +19,7 @@ function when(value: string): string {
 const list = (v: string, prev: string[] = []) => [...prev, v];
 
 /** The filters both commands share, as query fields. */
-function filters(o: Record<string, any>): Omit<ListAuditLogsQuery, 'page_token' | 'limit'> {
+function filters(o: OptionValues): Omit<ListAuditLogsQuery, 'page_token' | 'limit'> {
   return {
     start: o.start ?? when('24h'),
     end: o.end ?? new Date(Date.now() + 1000).toISOString(),

@@ -260,7 +260,7 @@ export function invocationsCommand(): Command {
     .action(async (id: string, o, cmd: Command) => {
       const { browsers } = await (await clientFor(cmd)).call('listInvocationBrowsers', { params: { id } });
       if (o.json) return printJson(browsers);
-      if (o.quiet) return browsers.forEach((b) => process.stdout.write(`${b.session_id}\n`));
+      if (o.quiet) return void process.stdout.write(browsers.map((b) => `${b.session_id}\n`).join(''));
       browsers.forEach((b, i) => {
         if (i) process.stdout.write('\n');
         printSession(b);

@@ -1,5 +1,5 @@
 import { text } from 'node:stream/consumers';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, type OptionValues } from 'commander';
 import type { ProcessExecBody } from '../../src/api/process.js';
 import { positiveInt } from '../arg-parsers.js';
 import { clientFor } from '../context.js';
@@ -26,7 +26,7 @@ function processOptions(cmd: Command): Command {
     .option('--as-root', 'refused: processes run as the session user');
 }
 
-function processBody(argv: string[], o: Record<string, any>): ProcessExecBody {
+function processBody(argv: string[], o: OptionValues): ProcessExecBody {
   const [command, ...args] = argv;
   return {
     command: command!,

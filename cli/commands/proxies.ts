@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { PROXY_TYPES, type CreateProxyBody, type Proxy } from '../../src/api/proxies.js';
+import { PROXY_TYPES, type CreateProxyBody, type Proxy as ProxyAnswer } from '../../src/api/proxies.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printFields, printJson, printList } from '../output.js';
@@ -9,7 +9,7 @@ import { count, deleteEach } from './browsers.js';
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
 const MANAGED_FIELDS = ['country', 'city', 'state', 'zip', 'asn', 'os'] as const;
 
-function printProxy(p: Proxy): void {
+function printProxy(p: ProxyAnswer): void {
   printFields([
     ['id', p.id],
     ['name', p.name],
@@ -23,7 +23,7 @@ function printProxy(p: Proxy): void {
   ]);
 }
 
-const show = (o: { json?: boolean }, p: Proxy) => (o.json ? printJson(p) : printProxy(p));
+const show = (o: { json?: boolean }, p: ProxyAnswer) => (o.json ? printJson(p) : printProxy(p));
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];

@@ -85,10 +85,10 @@ export function daemonCommand(): Command {
       const info = await startDaemonWithProgress();
       const r = await new RbrowseClient(info.base_url, adminToken()).call('adminResources', {});
       if (o.json) return printJson(r);
-      const MiB = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+      const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
       const handles = Object.entries(r.resources).map(([k, v]) => `${k} ${v}`).join(', ');
       process.stdout.write(
-        `pid ${r.pid}: rss ${MiB(r.rss_bytes)}, heap ${MiB(r.heap_used_bytes)}, ${r.open_fds} fds, ${r.children} children, ${r.sessions} sessions\nhandles: ${handles}\n`,
+        `pid ${r.pid}: rss ${mib(r.rss_bytes)}, heap ${mib(r.heap_used_bytes)}, ${r.open_fds} fds, ${r.children} children, ${r.sessions} sessions\nhandles: ${handles}\n`,
       );
     });
   return daemon;

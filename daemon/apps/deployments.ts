@@ -155,7 +155,7 @@ export class Deployments {
     const zipPath = join(this.deps.dir, `.upload-${id}.zip`);
     const { form, checksum } = await receiveDeploy(parts, zipPath);
     const dir = this.sourceDir(id);
-    let unpacked;
+    let unpacked: Awaited<ReturnType<typeof extractZip>>;
     try {
       await mkdir(this.appDir(id), { mode: 0o700 });
       unpacked = await extractZip(zipPath, dir);

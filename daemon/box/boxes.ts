@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { statSync } from 'node:fs';
+import { mkdir, readdir, } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { runnerScript } from '../process/node-runner.js';

@@ -114,7 +114,7 @@ async function startBox(m) {
   for (const stream of child.stdio.slice(4)) stream?.on('error', () => {});
   child.stderr.on('error', () => {});
   child.stdio[6].end(spec.bwrapArgs.map((a) => `${a}\0`).join(''));
-  spec.files.forEach((content, i) => child.stdio[7 + i].end(content));
+  for (const [i, content] of spec.files.entries()) child.stdio[7 + i].end(content);
   let stderr = '';
   child.stderr.on('data', (d) => {
     stderr = (stderr + d).slice(-4000);
@@ -215,7 +215,7 @@ process.on('message', (m, handle) => {
       return void startBox(m);
     case 'box-send': {
       const child = boxes.get(m.box)?.child;
-      if (!child || !child.connected) return;
+      if (!child?.connected) return;
       try {
         child.send(m.msg, handle, {}, () => handle?.close?.());
       } catch {

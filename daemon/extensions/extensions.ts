@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import type { Multipart } from '@fastify/multipart';
 import { ExtensionFormSchema, type Extension, type ExtensionForm, type ListExtensionsQuery } from '../../src/api/extensions.js';
 import type { CreateBrowserBody } from '../../src/api/schemas.js';
-import { BadRequestError, NotFoundError } from '../../src/errors.js';
+import { NotFoundError } from '../../src/errors.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { newId } from '../../src/ids.js';
 import { receiveZipForm } from '../archive/receive-zip.js';

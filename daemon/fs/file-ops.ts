@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
-import { ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
+import { type ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { sleep } from '../browser/procs.js';
 import type { Box, BoxProcess } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';

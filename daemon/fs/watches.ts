@@ -69,7 +69,9 @@ class Watch {
         this.emit(event);
         // inotify watches a new directory only once it is told of it: what was made in it before
         // that (mkdir -p a/b && echo > a/b/c) is found by listing it.
-        if (this.scan && event.type === 'CREATE' && event.is_dir) void this.scan(event.path).then((found) => found.forEach((e) => this.emit(e)), () => {});
+        if (this.scan && event.type === 'CREATE' && event.is_dir) void this.scan(event.path).then((found) => {
+            for (const e of found) this.emit(e);
+          }, () => {});
       }
     })().catch(() => {});
     void child.exited.then(() => this.end());

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { isIP, type Socket } from 'node:net';
-import { ApiError, ForbiddenError, RateLimitError, ServiceUnavailableError } from '../../src/errors.js';
+import { type ApiError, ForbiddenError, RateLimitError, ServiceUnavailableError } from '../../src/errors.js';
 import { refuseOnSocket } from './upgrades.js';
 
 /** What the daemon's HTTP server allows a client before it is cut off (RBROWSE_* to change each). */

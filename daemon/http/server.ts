@@ -8,7 +8,7 @@ import { ErrorBodySchema } from '../../src/api/schemas.js';
 import type { Duplex } from 'node:stream';
 import { ApiError, BadRequestError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { refuseOnSocket } from './upgrades.js';
-import { ConnectionGuard, createFrontDoorServer, type FrontDoorLimits, type HostCheck } from './front-door.js';
+import { type ConnectionGuard, createFrontDoorServer, type FrontDoorLimits, type HostCheck } from './front-door.js';
 import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
 import type { ApiKeyRecord, OrgRecord } from '../auth.js';

@@ -10,7 +10,7 @@ import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js
 import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { sleep, within } from '../browser/procs.js';
-import { EventStream, type StreamEvent } from '../http/sse.js';
+import type { EventStream, StreamEvent } from '../http/sse.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';

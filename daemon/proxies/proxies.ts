@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { CheckProxyBody, CreateProxyBody, ListProxiesQuery, Proxy, UpdateProxyBody } from '../../src/api/proxies.js';
+import type { CheckProxyBody, CreateProxyBody, ListProxiesQuery, Proxy as ProxyAnswer, UpdateProxyBody } from '../../src/api/proxies.js';
 import type { CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
@@ -82,7 +82,7 @@ export class Proxies implements SessionFeature {
     this.secrets = new ProxySecrets(join(deps.credentialsDir, 'proxies'));
   }
 
-  async create(org: OrgRecord, body: CreateProxyBody): Promise<Proxy> {
+  async create(org: OrgRecord, body: CreateProxyBody): Promise<ProxyAnswer> {
     const { type, name, protocol = 'http', bypass_hosts, config = {} } = body;
     if (type !== 'custom') {
       throw BadRequestError.field(
@@ -110,7 +110,7 @@ export class Proxies implements SessionFeature {
     return this.toApi(record);
   }
 
-  list(org: OrgRecord, q: ListProxiesQuery): ListPage<Proxy> {
+  list(org: OrgRecord, q: ListProxiesQuery): ListPage<ProxyAnswer> {
     const name = q.name?.trim();
     const text = q.query?.toLowerCase();
     const matches = this.deps.store.data.proxies.filter(
@@ -122,11 +122,11 @@ export class Proxies implements SessionFeature {
     return paginate(matches, q, (p) => this.toApi(p));
   }
 
-  get(org: OrgRecord, id: string): Proxy {
+  get(org: OrgRecord, id: string): ProxyAnswer {
     return this.toApi(this.find(org, id));
   }
 
-  async update(org: OrgRecord, id: string, body: UpdateProxyBody): Promise<Proxy> {
+  async update(org: OrgRecord, id: string, body: UpdateProxyBody): Promise<ProxyAnswer> {
     const record = this.find(org, id);
     await this.deps.store.update(() => void (record.name = body.name.trim()));
     return this.toApi(record);
@@ -151,7 +151,7 @@ export class Proxies implements SessionFeature {
   }
 
   /** POST /proxies/{id}/check: the proxy's health; stored only for a check without a URL, as Kernel does. */
-  async healthCheck(org: OrgRecord, id: string, body: CheckProxyBody): Promise<Proxy> {
+  async healthCheck(org: OrgRecord, id: string, body: CheckProxyBody): Promise<ProxyAnswer> {
     const record = this.find(org, id);
     const { protocol, config } = record;
     const password = config.has_password ? await this.secrets.read(record.id) : undefined;
@@ -255,7 +255,7 @@ export class Proxies implements SessionFeature {
     return record;
   }
 
-  private toApi(record: ProxyRecord): Proxy {
+  private toApi(record: ProxyRecord): ProxyAnswer {
     const { org_id: _org, ...proxy } = record;
     return proxy;
   }

@@ -251,9 +251,11 @@ export class ReplayRecorder implements SessionFeature {
     };
     await still();
     await cdp.send('Page.startScreencast', { format: 'jpeg', quality: 80, maxWidth: width, maxHeight: height }, sessionId);
-    let ending: Promise<void> | undefined;
+    let ending = false;
     const endInput = () => {
-      ending ??= still()
+      if (ending) return;
+      ending = true;
+      void still()
         .catch(() => {})
         .finally(() => {
           cdp.close();

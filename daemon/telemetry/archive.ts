@@ -19,7 +19,7 @@ export class TelemetryArchive {
   /** Writes a session's events in the background (the session's end must not wait for its disk). */
   keep(sessionId: string, events: readonly TelemetryEnvelope[]): void {
     if (!events.length) return;
-    const text = events.map((e) => JSON.stringify(e)).join('\n') + '\n';
+    const text = `${events.map((e) => JSON.stringify(e)).join('\n')}\n`;
     const write = (async () => {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
       await replaceFile(this.file(sessionId), text);

@@ -516,5 +516,6 @@ type SuccessOf<K extends OperationId> = Routes[K] extends { produces: string }
   ? RawBody
   : Routes[K]['success']['body'] extends TSchema
     ? Static<Routes[K]['success']['body']>
+    // biome-ignore lint/suspicious/noConfusingVoidType: a route that answers no body has a handler that returns nothing
     : void;
 export type ResponseOf<K extends OperationId> = Routes[K] extends { noContentOnNull: true } ? SuccessOf<K> | null : SuccessOf<K>;

@@ -64,7 +64,7 @@ export async function callApi<T = any>(
   }
   const res = await fetch(`${baseUrl}${path}`, { method, headers, body: payload });
   const text = await res.text();
-  let parsed: unknown = undefined;
+  let parsed: unknown ;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
