@@ -39,9 +39,7 @@ export class CdpClient {
 
   send<T = unknown>(method: string, params: object = {}, sessionId?: string): Promise<T> {
     const id = this.nextId++;
-    const done = new Promise<T>((resolve, reject) =>
-      this.pending.set(id, { resolve: resolve as (r: unknown) => void, reject }),
-    );
+    const done = new Promise<T>((resolve, reject) => this.pending.set(id, { resolve: resolve as (r: unknown) => void, reject }));
     this.ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
     return done;
   }
@@ -112,9 +110,12 @@ export async function directWsUrl(d: TestDaemon, sessionId: string, timeoutMs = 
   for (;;) {
     // Chromium prints "DevTools listening" (which is when a create returns) before it writes this
     // file, and writes it in place: it can be missing or half-written for a few milliseconds.
-    const res = await fetch(`${d.baseUrl}/browsers/${sessionId}/fs/read_file?path=${encodeURIComponent('/home/kernel/user-data/DevToolsActivePort')}`, {
-      headers: { authorization: `Bearer ${d.apiKey}` },
-    });
+    const res = await fetch(
+      `${d.baseUrl}/browsers/${sessionId}/fs/read_file?path=${encodeURIComponent('/home/kernel/user-data/DevToolsActivePort')}`,
+      {
+        headers: { authorization: `Bearer ${d.apiKey}` },
+      },
+    );
     const m = ACTIVE_PORT.exec(res.ok ? await res.text() : '');
     if (m) return `ws://127.0.0.1:${m[1]}${m[2]}`;
     if (Date.now() > deadline) throw new Error(`no complete DevToolsActivePort of ${sessionId} after ${timeoutMs} ms`);

@@ -13,7 +13,14 @@ import { CdpClient } from './cdp.js';
 import { renderTable, summarize, type Comparison } from './stats.js';
 
 const N = Number(process.env.BENCH_N ?? 30);
-const DRAG = { path: [[100, 100], [400, 300]], steps_per_segment: 10, step_delay_ms: 0 };
+const DRAG = {
+  path: [
+    [100, 100],
+    [400, 300],
+  ],
+  steps_per_segment: 10,
+  step_delay_ms: 0,
+};
 const SCROLL = { x: 300, y: 300, delta_y: 1 };
 
 async function time(n: number, run: () => Promise<unknown>): Promise<number[]> {
@@ -75,13 +82,33 @@ async function main() {
 
     const state = JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
     const display = state.sessions.find((s: { id: string }) => s.id === headful).runtime.display as number;
-    rows.push({ metric: 'headful drag (2 points, 10 steps)', unit: 'ms', rbrowse: summarize(await time(N, api(d, headful, 'drag_mouse', DRAG))), raw: summarize(await time(N, rawXdotool(display, XDO_DRAG))) });
-    rows.push({ metric: 'headful scroll (1 notch)', unit: 'ms', rbrowse: summarize(await time(N, api(d, headful, 'scroll', SCROLL))), raw: summarize(await time(N, rawXdotool(display, XDO_SCROLL))) });
+    rows.push({
+      metric: 'headful drag (2 points, 10 steps)',
+      unit: 'ms',
+      rbrowse: summarize(await time(N, api(d, headful, 'drag_mouse', DRAG))),
+      raw: summarize(await time(N, rawXdotool(display, XDO_DRAG))),
+    });
+    rows.push({
+      metric: 'headful scroll (1 notch)',
+      unit: 'ms',
+      rbrowse: summarize(await time(N, api(d, headful, 'scroll', SCROLL))),
+      raw: summarize(await time(N, rawXdotool(display, XDO_SCROLL))),
+    });
 
     const raw = await rawCdp(cdpUrl);
     try {
-      rows.push({ metric: 'headless drag (2 points, 10 steps)', unit: 'ms', rbrowse: summarize(await time(N, api(d, headless, 'drag_mouse', DRAG))), raw: summarize(await time(N, raw.drag)) });
-      rows.push({ metric: 'headless scroll (1 notch)', unit: 'ms', rbrowse: summarize(await time(N, api(d, headless, 'scroll', SCROLL))), raw: summarize(await time(N, raw.scroll)) });
+      rows.push({
+        metric: 'headless drag (2 points, 10 steps)',
+        unit: 'ms',
+        rbrowse: summarize(await time(N, api(d, headless, 'drag_mouse', DRAG))),
+        raw: summarize(await time(N, raw.drag)),
+      });
+      rows.push({
+        metric: 'headless scroll (1 notch)',
+        unit: 'ms',
+        rbrowse: summarize(await time(N, api(d, headless, 'scroll', SCROLL))),
+        raw: summarize(await time(N, raw.scroll)),
+      });
     } finally {
       raw.cdp.close();
     }

@@ -40,7 +40,9 @@ async function benchExtension(dir: string, files: number): Promise<Buffer> {
   await cp(join(ROOT, 'fixtures', 'extensions', 'content-mark'), dir, { recursive: true });
   await mkdir(join(dir, 'assets'));
   for (let i = 0; i < files; i++) await writeFile(join(dir, 'assets', `chunk-${i}.js`), `// ${randomBytes(7500).toString('base64')}\n`);
-  const all = (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(dir.length + 1));
+  const all = (await readdir(dir, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1));
   return zipFiles(dir, all);
 }
 

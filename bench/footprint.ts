@@ -19,7 +19,9 @@ function runOnce(command: string, args: string[], env: Record<string, string>): 
     const start = performance.now();
     const child = spawn(command, args, { env, stdio: 'ignore' });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(performance.now() - start) : reject(new Error(`${command} ${args.join(' ')} exited ${code}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve(performance.now() - start) : reject(new Error(`${command} ${args.join(' ')} exited ${code}`)),
+    );
   });
 }
 

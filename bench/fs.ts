@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     ];
     console.log(`\nrbrowse fs bench (${ROUNDS} rounds, 50 MB; "raw" is a plain local copy on the same disk)\n`);
     console.log(renderTable(rows));
-    const mbps = (ms: number) => ((SIZE / 1024 / 1024) / (ms / 1000)).toFixed(0);
+    const mbps = (ms: number) => (SIZE / 1024 / 1024 / (ms / 1000)).toFixed(0);
     console.log(`\nthroughput at p50: write_file ${mbps(summarize(apiWrite).p50)} MB/s, read_file ${mbps(summarize(apiRead).p50)} MB/s`);
   } finally {
     await rm(scratch, { recursive: true, force: true });

@@ -31,12 +31,16 @@ const progress = (msg: string) => console.error(`[bench:invocations] ${msg}`);
  * box costs.
  */
 async function rawRun(): Promise<SelfTiming> {
-  const result = await execa(process.execPath, ['--import', import.meta.resolve('tsx'), runnerScript('apps', 'harness.mjs'), 'run', 'index.ts', 'bench', 'noop'], {
-    cwd: APP_DIR,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: APP_DIR, KERNEL_API_KEY: 'unused', RBROWSE_PAYLOAD: '{"n":1}', RBROWSE_RESULT_FD: '3' },
-    extendEnv: false,
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-  });
+  const result = await execa(
+    process.execPath,
+    ['--import', import.meta.resolve('tsx'), runnerScript('apps', 'harness.mjs'), 'run', 'index.ts', 'bench', 'noop'],
+    {
+      cwd: APP_DIR,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: APP_DIR, KERNEL_API_KEY: 'unused', RBROWSE_PAYLOAD: '{"n":1}', RBROWSE_RESULT_FD: '3' },
+      extendEnv: false,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    },
+  );
   const message = JSON.parse(String(result.stdio[3]).trim().split('\n').at(-1)!) as { type: string; output: string };
   if (message?.type !== 'result') throw new Error(`raw run failed: ${JSON.stringify(message)}`);
   return JSON.parse(message.output) as SelfTiming;
@@ -66,7 +70,11 @@ async function interleaved<R extends Record<string, () => Promise<unknown>>>(
 }
 
 async function main(): Promise<void> {
-  progress(`${cpus().length} cpus, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  progress(
+    `${cpus().length} cpus, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   const daemon = await startTestDaemon();
   try {
     const kernel = new Kernel({ apiKey: daemon.apiKey, baseURL: daemon.baseUrl, maxRetries: 0, timeout: 120_000 });

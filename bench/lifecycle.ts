@@ -7,7 +7,10 @@ export function intEnv(name: string, fallback: number): number {
 }
 
 export const progress = (msg: string) => console.error(`[bench] ${msg}`);
-export const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+export const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 /**
  * Runs a bench's main with undo steps (pushed onto `cleanups`, run last-in first-out) that always

@@ -33,7 +33,6 @@ import type { RawChromiums } from './raw.js';
 import { createSession, deleteSession, interleave, startHarness } from './scenarios.js';
 import { percentile } from './stats.js';
 
-
 const CONFIG = {
   seconds: intEnv('BENCH_LIVE_SECONDS', 10),
   warmupSeconds: intEnv('BENCH_LIVE_WARMUP', 3),
@@ -43,7 +42,6 @@ const CONFIG = {
   x11vncGoal: 15,
   x11vncGoalViewport: '1920x1080@25',
 };
-
 
 // ---------------------------------------------------------------------------------------------
 // /proc: CPU time and memory of processes
@@ -325,7 +323,7 @@ async function watchAnimation(d: TestDaemon, viewer: Browser, pageUrl: string, v
       // The page animates before the viewer opens, so the viewer's first frames are already of it.
       if (!session.browser_live_view_url) throw new Error('a headful session came without browser_live_view_url');
       view = await openLiveView(viewer, session.browser_live_view_url);
-      if (!(await view.evaluate(HOOK))) throw new Error('could not hook the viewer page\'s RFB');
+      if (!(await view.evaluate(HOOK))) throw new Error("could not hook the viewer page's RFB");
       await sleep(CONFIG.warmupSeconds * 1000);
 
       const groups: PidGroups = {
@@ -350,7 +348,6 @@ async function watchAnimation(d: TestDaemon, viewer: Browser, pageUrl: string, v
     }
   });
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // 3: memory of idle sessions
@@ -394,17 +391,27 @@ async function measureMemory(d: TestDaemon, raw: RawChromiums): Promise<MemorySa
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 0.5);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
 const mb = (kb: number) => (kb / 1024).toFixed(1);
 const pct = (p: number | undefined) => (p === undefined ? '-' : `${p.toFixed(1)}%`);
 
 function reportFrames(results: FrameResult[]): void {
-  console.log(`\n1. frames a viewer receives of a page animating on every requestAnimationFrame (${CONFIG.seconds} s each, after ${CONFIG.warmupSeconds} s warm-up)`);
-  console.log('source = frames the session\'s page drew per second; delivered = framebuffer updates with pixels the viewer decoded per second');
+  console.log(
+    `\n1. frames a viewer receives of a page animating on every requestAnimationFrame (${CONFIG.seconds} s each, after ${CONFIG.warmupSeconds} s warm-up)`,
+  );
+  console.log("source = frames the session's page drew per second; delivered = framebuffer updates with pixels the viewer decoded per second");
   console.log(`goal: delivered >= ${CONFIG.fpsGoal * 100}% of the refresh rate\n`);
   const rows = results.map((r) => {
     const c = r.counts;
@@ -428,17 +435,31 @@ function reportFrames(results: FrameResult[]): void {
       ratio >= CONFIG.fpsGoal ? 'PASS' : 'MISS',
     ];
   });
-  const header = ['viewport', 'source fps', 'delivered fps', 'all FBU/s', 'delivered/refresh', 'gap [ms]', 'wait [ms]', 'decode [ms]', 'MB/s', 'continuous', 'result'];
+  const header = [
+    'viewport',
+    'source fps',
+    'delivered fps',
+    'all FBU/s',
+    'delivered/refresh',
+    'gap [ms]',
+    'wait [ms]',
+    'decode [ms]',
+    'MB/s',
+    'continuous',
+    'result',
+  ];
   console.log(table(header, rows));
-  console.log('\nms columns: p50 / p95. gap = between delivered frames; wait = noVNC\'s request for an update to its first bytes');
+  console.log("\nms columns: p50 / p95. gap = between delivered frames; wait = noVNC's request for an update to its first bytes");
   console.log('being handled (x11vnc pacing + bridge + viewer event loop); decode = from there to the update being complete');
-  console.log(`pixel rectangles by RFB encoding: ${results.map((r) => `${formatViewport(r.viewport)} ${JSON.stringify(r.counts.encodings)}`).join(', ')}`);
+  console.log(
+    `pixel rectangles by RFB encoding: ${results.map((r) => `${formatViewport(r.viewport)} ${JSON.stringify(r.counts.encodings)}`).join(', ')}`,
+  );
 }
 
 function reportCpu(results: FrameResult[]): void {
   console.log('\n2. CPU while one viewer watches, % of one core over the same window (2 cores = 200%)');
   console.log('daemon = the whole daemon process (its websocket bridge is the only work it has then);');
-  console.log('chromium = the session\'s browser; viewer = the headless Chromium this bench watches with, on the same machine');
+  console.log("chromium = the session's browser; viewer = the headless Chromium this bench watches with, on the same machine");
   console.log(`goal: x11vnc < ${CONFIG.x11vncGoal}% of one core at ${CONFIG.x11vncGoalViewport}\n`);
   const rows = results.map((r) => {
     const name = formatViewport(r.viewport);
@@ -459,8 +480,12 @@ function reportCpu(results: FrameResult[]): void {
 }
 
 function reportMemory(samples: MemorySample[]): void {
-  console.log(`\n3. memory of an idle 1920x1080 session on about:blank, ${CONFIG.settleMs / 1000} s after create; median of ${samples.length} interleaved rounds`);
-  console.log('the processes carrying the session\'s marker and their descendants; PSS shares pages with every process mapping them (other sessions\' too),');
+  console.log(
+    `\n3. memory of an idle 1920x1080 session on about:blank, ${CONFIG.settleMs / 1000} s after create; median of ${samples.length} interleaved rounds`,
+  );
+  console.log(
+    "the processes carrying the session's marker and their descendants; PSS shares pages with every process mapping them (other sessions' too),",
+  );
   console.log('USS = private pages only (what goes away with the session); RSS counts shared libraries once per process\n');
   const kinds: [string, (s: MemorySample) => MemoryReport][] = [
     ['headless session', (s) => s.headless],

@@ -48,7 +48,12 @@ const adminResources = async (d: TestDaemon) => {
 };
 
 /** One API call with the daemon's default key, through node:http. */
-async function api(d: TestDaemon, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
+async function api(
+  d: TestDaemon,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
   const res = await exchange(new URL(path, d.baseUrl), {
     method,
     headers: { authorization: `Bearer ${d.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -74,7 +79,16 @@ async function timedRead(d: TestDaemon, path: string): Promise<{ status: number 
 }
 
 async function round(d: TestDaemon, ms: number, churners: number, readers: number): Promise<Round> {
-  const r: Round = { statuses: {}, connectionErrors: 0, readsWhileLaunching: [], readsOther: [], created: 0, rssMiB: 0, fds: 0, loop: { p99: 0, max: 0 } };
+  const r: Round = {
+    statuses: {},
+    connectionErrors: 0,
+    readsWhileLaunching: [],
+    readsOther: [],
+    created: 0,
+    rssMiB: 0,
+    fds: 0,
+    loop: { p99: 0, max: 0 },
+  };
   const count = (status: number | 'error') => {
     if (status === 'error') r.connectionErrors++;
     else r.statuses[status] = (r.statuses[status] ?? 0) + 1;
@@ -140,7 +154,7 @@ runBench(async (cleanups) => {
     cleanups.push(() => attack.stop().then(() => {}));
     await new Promise((s) => setTimeout(s, 3000));
     const r = await round(d, ROUND_MS, CHURNERS, CLIENTS - CHURNERS);
-    const connections = (await adminResources(d) as unknown as { connections: Record<string, number> }).connections;
+    const connections = ((await adminResources(d)) as unknown as { connections: Record<string, number> }).connections;
     const opened = await attack.stop();
     await new Promise((s) => setTimeout(s, 3000));
     const after = await footprint(d);
@@ -148,19 +162,29 @@ runBench(async (cleanups) => {
     progress(`flood round done, load ${load()}`);
   }
   const floorReads = summarize(floor.readsOther);
-  console.log(`\nload: ${CLIENTS} clients (${CHURNERS} creating and deleting headless sessions, ${CLIENTS - CHURNERS} reading and PATCHing), ${ROUND_MS / 1000} s rounds; machine load after: ${load()}`);
-  console.log(`floor: reads with nothing launching p50/p95/p99 ${fmt(floorReads)} ms; daemon event loop delay p99 ${floor.loop.p99} ms; ${floor.rssMiB.toFixed(1)} MiB RSS, ${floor.fds} fds\n`);
-  console.log(`${'round'.padEnd(6)}${'requests by status'.padEnd(34)}${'loop p99/max'.padStart(14)}${'conn err'.padStart(9)}${'created'.padStart(8)}${'reads while launching p50/p95/p99 ms'.padStart(38)}${'p99/floor'.padStart(10)}${'RSS MiB'.padStart(9)}${'fds'.padStart(5)}`);
+  console.log(
+    `\nload: ${CLIENTS} clients (${CHURNERS} creating and deleting headless sessions, ${CLIENTS - CHURNERS} reading and PATCHing), ${ROUND_MS / 1000} s rounds; machine load after: ${load()}`,
+  );
+  console.log(
+    `floor: reads with nothing launching p50/p95/p99 ${fmt(floorReads)} ms; daemon event loop delay p99 ${floor.loop.p99} ms; ${floor.rssMiB.toFixed(1)} MiB RSS, ${floor.fds} fds\n`,
+  );
+  console.log(
+    `${'round'.padEnd(6)}${'requests by status'.padEnd(34)}${'loop p99/max'.padStart(14)}${'conn err'.padStart(9)}${'created'.padStart(8)}${'reads while launching p50/p95/p99 ms'.padStart(38)}${'p99/floor'.padStart(10)}${'RSS MiB'.padStart(9)}${'fds'.padStart(5)}`,
+  );
   for (const [i, r] of rounds.entries()) {
     const during = r.readsWhileLaunching.length ? summarize(r.readsWhileLaunching) : null;
-    const statuses = Object.entries(r.statuses).map(([s, n]) => `${s}:${n}`).join(' ');
+    const statuses = Object.entries(r.statuses)
+      .map(([s, n]) => `${s}:${n}`)
+      .join(' ');
     console.log(
       `${String(i + 1).padEnd(6)}${statuses.padEnd(34)}${`${r.loop.p99}/${r.loop.max}`.padStart(14)}${String(r.connectionErrors).padStart(9)}${String(r.created).padStart(8)}${fmt(during).padStart(38)}${(during ? (during.p99 / floorReads.p99).toFixed(2) : '-').padStart(10)}${r.rssMiB.toFixed(1).padStart(9)}${String(r.fds).padStart(5)}`,
     );
   }
   if (flood) {
     const reads = summarize([...flood.round.readsOther, ...flood.round.readsWhileLaunching]);
-    const statuses = Object.entries(flood.round.statuses).map(([st, n]) => `${st}:${n}`).join(' ');
+    const statuses = Object.entries(flood.round.statuses)
+      .map(([st, n]) => `${st}:${n}`)
+      .join(' ');
     console.log(
       `\nflood round: ${FLOOD} half-open connections held by another uid (${flood.opened} opened in all), the same clients beside them: ${statuses}, ` +
         `${flood.round.connectionErrors} connection errors, reads p50/p95/p99 ${fmt(reads)} ms (p99/floor ${(reads.p99 / floorReads.p99).toFixed(2)}), ` +
@@ -168,9 +192,18 @@ runBench(async (cleanups) => {
     );
     rounds.push(flood.round);
   }
-  const fivexx = rounds.reduce((n, r) => n + Object.entries(r.statuses).filter(([s]) => Number(s) >= 500).reduce((m, [, c]) => m + c, 0), 0);
+  const fivexx = rounds.reduce(
+    (n, r) =>
+      n +
+      Object.entries(r.statuses)
+        .filter(([s]) => Number(s) >= 500)
+        .reduce((m, [, c]) => m + c, 0),
+    0,
+  );
   const errors = rounds.reduce((n, r) => n + r.connectionErrors, 0);
   const worstP99 = Math.max(...rounds.map((r) => (r.readsWhileLaunching.length ? summarize(r.readsWhileLaunching).p99 : 0)));
-  console.log(`\ngoals: 0 5xx (${fivexx}), 0 connection errors (${errors}), read p99 while launching < 100 ms (${worstP99.toFixed(1)} ms), RSS and fds flat between rounds (${rounds.map((r) => r.rssMiB.toFixed(0)).join(' -> ')} MiB, ${rounds.map((r) => r.fds).join(' -> ')} fds)`);
+  console.log(
+    `\ngoals: 0 5xx (${fivexx}), 0 connection errors (${errors}), read p99 while launching < 100 ms (${worstP99.toFixed(1)} ms), RSS and fds flat between rounds (${rounds.map((r) => r.rssMiB.toFixed(0)).join(' -> ')} MiB, ${rounds.map((r) => r.fds).join(' -> ')} fds)`,
+  );
   if (fivexx || errors) process.exitCode = 1;
 });

@@ -92,11 +92,7 @@ async function cycles(ctx: PoolBenchContext): Promise<number[][]> {
   const fresh = await createPool(ctx.daemon, 1);
   try {
     await Promise.all([waitFull(ctx.daemon, reused, 1), waitFull(ctx.daemon, fresh, 1)]);
-    return await interleave(1, CYCLES, [
-      poolCycle(ctx, reused, true),
-      poolCycle(ctx, fresh, false),
-      () => daemonCycle(ctx),
-    ]);
+    return await interleave(1, CYCLES, [poolCycle(ctx, reused, true), poolCycle(ctx, fresh, false), () => daemonCycle(ctx)]);
   } finally {
     await Promise.all([deletePool(ctx.daemon, reused), deletePool(ctx.daemon, fresh)]);
   }
@@ -111,12 +107,18 @@ function row(metric: string, samples: number[], goal = '') {
 function render(rows: string[][]): string {
   const header = ['metric [ms]', 'n', 'p50', 'p99', 'goal'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
 async function main(): Promise<void> {
-  const loadBefore = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const loadBefore = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   const fixtures = await startFixtureServer();
   const daemon = await startTestDaemon();
   const stop = () => Promise.allSettled([fixtures.close(), daemon.stop()]);
@@ -129,7 +131,11 @@ async function main(): Promise<void> {
     const fills = await fillTimes(daemon);
     progress(`cycle: 1 warm-up + ${CYCLES} per side`);
     const [reused, fresh, direct] = await cycles(ctx);
-    const p50 = (s: number[]) => percentile([...s].sort((a, b) => a - b), 0.5);
+    const p50 = (s: number[]) =>
+      percentile(
+        [...s].sort((a, b) => a - b),
+        0.5,
+      );
     console.log(`\nrbrowse pools bench: ${cpus().length} CPUs, load average ${loadBefore} before`);
     console.log(
       render([

@@ -81,7 +81,14 @@ export class RawChromiums {
   /** Spawn until "DevTools listening": the part of a create that is Chromium's own. */
   async launch(profile: RawProfile): Promise<RawBrowser> {
     if (this.closed) throw new Error('raw Chromium launch after disposeAll()');
-    const args = chromiumArgs({ executable: this.executable, userDataDir: profile.userData, env: profile.env, headless: true, width: 1920, height: 1080 });
+    const args = chromiumArgs({
+      executable: this.executable,
+      userDataDir: profile.userData,
+      env: profile.env,
+      headless: true,
+      width: 1920,
+      height: 1080,
+    });
     const argv = this.root
       ? ['setpriv', `--reuid=${RAW_UID}`, `--regid=${RAW_UID}`, '--clear-groups', '--no-new-privs', '--', this.executable, ...args]
       : [this.executable, ...args];
@@ -107,7 +114,10 @@ export class RawChromiums {
       close: async () => {
         // As a session's close: Browser.close, then whatever is left of its group.
         const { cdpClose } = await import('./cdp.js');
-        await within(5000, cdpClose(wsUrl).then(() => exited));
+        await within(
+          5000,
+          cdpClose(wsUrl).then(() => exited),
+        );
         killGroup(child.pid!, 'SIGKILL');
         await within(2000, exited);
       },

@@ -97,7 +97,11 @@ async function burst(total: number, concurrency: number, one: () => Promise<void
 /** 30 headless sessions, 5 at a time, as a test suite's parallel workers would make them; deleted after (untimed; a long timeout, so none ends by itself on a slow machine before). */
 async function sessionBurst(ctx: BenchContext): Promise<number> {
   const ids: string[] = [];
-  const ms = await burst(CONFIG.burst, CONFIG.burstConcurrency, async () => void ids.push((await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 })).session_id));
+  const ms = await burst(
+    CONFIG.burst,
+    CONFIG.burstConcurrency,
+    async () => void ids.push((await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 })).session_id),
+  );
   for (const id of ids) await deleteSession(ctx.daemon, id);
   return ms;
 }
@@ -177,7 +181,7 @@ async function measure({ cold, warm }: Contexts): Promise<{ rows: Comparison[]; 
 
 function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): void {
   console.log(`\nrbrowse bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
-  console.log('raw = the same Chromium flags launched directly; cdp raw = the session\'s own DevTools socket');
+  console.log("raw = the same Chromium flags launched directly; cdp raw = the session's own DevTools socket");
   console.log('ratio = rbrowse p50 / raw p50 (p95 ratio in parentheses); goals are informational\n');
   console.log(renderTable(r.rows));
   const [gateway, splice] = r.rows.filter((row) => row.unit === 'us');
@@ -191,7 +195,9 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
   r.rounds.forEach((x, i) => {
     const reads = `${x.reads.p50.toFixed(1)} / ${x.reads.p99.toFixed(1)}`;
     const rss = `${x.rssMiB.toFixed(0)} (${x.anonMiB.toFixed(0)})`;
-    console.log(`${String(i + 1).padEnd(5)}  ${rss.padEnd(14)}  ${String(x.fds).padEnd(3)}  ${String(x.created).padEnd(8)}  ${reads.padEnd(17)}  ${JSON.stringify(x.requests)}`);
+    console.log(
+      `${String(i + 1).padEnd(5)}  ${rss.padEnd(14)}  ${String(x.fds).padEnd(3)}  ${String(x.created).padEnd(8)}  ${reads.padEnd(17)}  ${JSON.stringify(x.requests)}`,
+    );
   });
   if (r.rounds.length > 1) {
     const [first, last] = [r.rounds[1]!, r.rounds.at(-1)!];

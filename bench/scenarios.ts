@@ -219,8 +219,18 @@ async function attachedClient(url: string, clients: CdpClient[]): Promise<CallTi
 export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<RoundTrips> {
   const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
   const clients: CdpClient[] = [];
-  const inside = spawn('nsenter', [`--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`, '--', process.execPath, ...process.execArgv,
-    fileURLToPath(new URL('./inside.ts', import.meta.url)), await directWsUrl(ctx.daemon, session.session_id)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const inside = spawn(
+    'nsenter',
+    [
+      `--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`,
+      '--',
+      process.execPath,
+      ...process.execArgv,
+      fileURLToPath(new URL('./inside.ts', import.meta.url)),
+      await directWsUrl(ctx.daemon, session.session_id),
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   try {
     const lines = createInterface({ input: inside.stdout! })[Symbol.asyncIterator]();
     const next = async () => (await lines.next()).value as string;

@@ -99,9 +99,14 @@ const inline = await measure('inline');
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 console.log(`state write cost with ${RECORDS} finished invocations and ${RECORDS} ended sessions, ${ROUNDS} rounds each (fsync on)`);
 console.log(`${'metric'.padEnd(34)}${'rbrowse p50'.padStart(14)}${'inline p50'.padStart(14)}${'ratio'.padStart(9)}`);
-for (const [name, key] of [['PATCH a live session', 'patch'], ['record a finished invocation', 'finish']] as const) {
+for (const [name, key] of [
+  ['PATCH a live session', 'patch'],
+  ['record a finished invocation', 'finish'],
+] as const) {
   const a = history[key].p50;
   const b = inline[key].p50;
   console.log(`${name.padEnd(34)}${fmt(a).padStart(14)}${fmt(b).padStart(14)}${(a / b).toFixed(3).padStart(9)}`);
 }
-console.log(`${'state.json size'.padEnd(34)}${`${(history.bytes / 1024).toFixed(1)} KiB`.padStart(14)}${`${(inline.bytes / 1024).toFixed(1)} KiB`.padStart(14)}`);
+console.log(
+  `${'state.json size'.padEnd(34)}${`${(history.bytes / 1024).toFixed(1)} KiB`.padStart(14)}${`${(inline.bytes / 1024).toFixed(1)} KiB`.padStart(14)}`,
+);

@@ -42,10 +42,7 @@ export function verdict(c: Comparison): string {
 }
 
 function goalText(c: Comparison): string {
-  const parts = [
-    ...(c.goal !== undefined ? [`<= ${c.goal}x`] : []),
-    ...(c.maxP50 !== undefined ? [`p50 <= ${fmt(c.maxP50, c.unit)}`] : []),
-  ];
+  const parts = [...(c.goal !== undefined ? [`<= ${c.goal}x`] : []), ...(c.maxP50 !== undefined ? [`p50 <= ${fmt(c.maxP50, c.unit)}`] : [])];
   return parts.length ? parts.join(', ') : '-';
 }
 
@@ -68,6 +65,10 @@ export function renderTable(rows: readonly Comparison[]): string {
     verdict(c),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }

@@ -80,7 +80,15 @@ export async function startDaemon(opts: DaemonStartOptions = {}): Promise<Daemon
   const entry = fileURLToPath(new URL('./daemon.js', import.meta.url));
   const child = spawn(
     process.execPath,
-    [...DAEMON_NODE_FLAGS, entry, '--host', opts.host ?? DEFAULT_HOST, '--port', String(opts.port ?? defaultPort()), ...(opts.standby !== undefined ? ['--standby', opts.standby] : [])],
+    [
+      ...DAEMON_NODE_FLAGS,
+      entry,
+      '--host',
+      opts.host ?? DEFAULT_HOST,
+      '--port',
+      String(opts.port ?? defaultPort()),
+      ...(opts.standby !== undefined ? ['--standby', opts.standby] : []),
+    ],
     { detached: true, stdio: ['ignore', logFd, logFd], env: { ...DAEMON_MALLOC_ENV, ...process.env, RBROWSE_HOME: p.home } },
   );
   closeSync(logFd);

@@ -53,7 +53,11 @@ export function printList<T>(
 /** The header and rows as lines, columns aligned to their widest cell. */
 export function tableLines(headers: string[], rows: string[][]): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(headers), ...rows.map(line)];
 }
 
@@ -70,7 +74,16 @@ export function printCheck(state: 'ok' | 'missing' | 'warning', name: string, te
   process.stdout.write(`${mark} ${name.padEnd(width)} ${state === 'ok' ? paint('dim', text) : text}\n`);
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+]);
 
 /** Prints the server's code and message (and each invalid field) on stderr; the caller exits non-zero. */
 export function printError(err: unknown): void {

@@ -145,7 +145,10 @@ export async function downloadWithProgress(
 
 /** The local daemon, started with a spinner when it is not running yet. */
 export async function startDaemonWithProgress(opts: DaemonStartOptions = {}): Promise<DaemonInfo> {
-  return (await runningDaemon()) ?? withProgress('starting the daemon', () => startDaemon(opts), {
-    done: (info, ms) => `daemon started at ${info.base_url} (${duration(ms)})`,
-  });
+  return (
+    (await runningDaemon()) ??
+    withProgress('starting the daemon', () => startDaemon(opts), {
+      done: (info, ms) => `daemon started at ${info.base_url} (${duration(ms)})`,
+    })
+  );
 }

@@ -187,7 +187,7 @@ export class LaunchAdmission {
   private refusal(message: string): RateLimitError {
     const sorted = [...this.durations].sort((a, b) => a - b);
     const typical = sorted.length ? sorted[Math.floor(sorted.length / 2)]! : 1000;
-    const seconds = Math.ceil(((this.queued / this.limits.launches) + 1) * typical / 1000);
+    const seconds = Math.ceil(((this.queued / this.limits.launches + 1) * typical) / 1000);
     return new RateLimitError(`${message}; this machine starts ${this.limits.launches} browser(s) at a time`, Math.min(60, Math.max(1, seconds)));
   }
 }

@@ -46,7 +46,12 @@ export class ApiKeys {
       project = org.key_project_id;
     }
     if (project !== null) this.deps.projects.activeProject(org.org_id, project);
-    const { key, record } = newKeyRecord(org.org_id, { name: body.name, created_by: creatorOf(caller.id), lifetime_days: body.days_to_expire ?? null, project_id: project });
+    const { key, record } = newKeyRecord(org.org_id, {
+      name: body.name,
+      created_by: creatorOf(caller.id),
+      lifetime_days: body.days_to_expire ?? null,
+      project_id: project,
+    });
     await this.deps.store.update((state) => void state.api_keys.push(record));
     return { ...this.view(record), key };
   }
@@ -60,7 +65,9 @@ export class ApiKeys {
         (status === 'all' || (status === 'deleted') === Boolean(k.deleted_at)) &&
         (name === undefined || k.name.toLowerCase() === name) &&
         (query === undefined ||
-          [k.name, k.created_by.email, k.created_by.name ?? '', k.project_id ?? '', this.deps.projects.nameOf(k.project_id) ?? ''].some((f) => f.toLowerCase().includes(query)) ||
+          [k.name, k.created_by.email, k.created_by.name ?? '', k.project_id ?? '', this.deps.projects.nameOf(k.project_id) ?? ''].some((f) =>
+            f.toLowerCase().includes(query),
+          ) ||
           k.id.startsWith(q.query!) ||
           k.masked_key.startsWith(q.query!)),
     );
@@ -120,7 +127,9 @@ export class ApiKeys {
   }
 
   private mine(org: Scope): ApiKeyRecord[] {
-    return this.deps.store.data.api_keys.filter((k) => k.org_id === org.org_id && !k.minted && (!org.key_project_id || k.project_id === org.key_project_id));
+    return this.deps.store.data.api_keys.filter(
+      (k) => k.org_id === org.org_id && !k.minted && (!org.key_project_id || k.project_id === org.key_project_id),
+    );
   }
 
   private find(org: Scope, id: string, includeDeleted = false): ApiKeyRecord {

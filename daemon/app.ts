@@ -91,7 +91,8 @@ export interface Daemon {
 function boxNotices(support: BoxSupport): string[] {
   const out: string[] = [];
   if (!support.namespaces.ok) out.push(`sessions cannot start: ${support.namespaces.why}`);
-  if (support.uids === 'shared') out.push('the daemon is not root: every session runs as its uid (in namespaces of its own), without per-session users or a size-capped disk');
+  if (support.uids === 'shared')
+    out.push('the daemon is not root: every session runs as its uid (in namespaces of its own), without per-session users or a size-capped disk');
   if (!support.network.pasta) out.push(`sessions have no network beyond the host's loopback: ${support.network.why}`);
   for (const [name, s] of Object.entries(support.limits)) if (!s.enforced) out.push(`the per-session ${name} limit is not enforced: ${s.why}`);
   return out;
@@ -100,7 +101,9 @@ function boxNotices(support: BoxSupport): string[] {
 function stateNotices(store: Store, file: string): string[] {
   const { source, unreadable } = store.opening;
   if (unreadable) {
-    return [`${file} did not parse (${unreadable.error}): started from its last good copy (as current as the file was); the unreadable file is kept as ${unreadable.keptAs}`];
+    return [
+      `${file} did not parse (${unreadable.error}): started from its last good copy (as current as the file was); the unreadable file is kept as ${unreadable.keptAs}`,
+    ];
   }
   return source === 'last-good' ? [`${file} was missing: started from its last good copy`] : [];
 }
@@ -126,9 +129,16 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const boxes = await Boxes.create({ home: opts.home, dir: join(opts.home, 'boxes'), host: launcher, log: opts.log });
   // Built before the reaper: a crashed daemon's sessions with save_changes are saved from the disks their boxes left.
   const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
-  await reapLeftovers({ home: opts.home, sessionsDir: paths.sessionsDir, store, history: sessionHistory, log: opts.log, boxes,
+  await reapLeftovers({
+    home: opts.home,
+    sessionsDir: paths.sessionsDir,
+    store,
+    history: sessionHistory,
+    log: opts.log,
+    boxes,
     salvage: (orphans) => profiles.recover({ orphans, boxes }),
-    keepDisk: (id) => store.collection('deployments').some((d) => d.status === 'running' && imageOf(d.id) === id) });
+    keepDisk: (id) => store.collection('deployments').some((d) => d.status === 'running' && imageOf(d.id) === id),
+  });
   const auth = await Auth.open(store, paths);
   const tokens = await SessionTokens.open(paths.jwtSecretFile);
 
@@ -137,7 +147,12 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   let baseUrl = baseUrlFor(opts.host, opts.port);
   const publicUrl = () => baseUrl;
   const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log });
-  const proxies = new Proxies({ store, credentialsDir: paths.credentialsDir, log: opts.log, stealthProxy: parseStealthProxy(process.env.RBROWSE_STEALTH_PROXY) });
+  const proxies = new Proxies({
+    store,
+    credentialsDir: paths.credentialsDir,
+    log: opts.log,
+    stealthProxy: parseStealthProxy(process.env.RBROWSE_STEALTH_PROXY),
+  });
   const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log });
   await deployments.recover();
   const invocations = new Invocations({
@@ -234,10 +249,40 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id));
       audit.record(r);
     },
-    handlers: { ...systemHandlers(auth, gateway, publicUrl, standby, admission, () => sessions.running, () => launcher.pid, connections, websockets), ...browserHandlers(sessions, quotas, opts.log), ...poolHandlers(pools, quotas),
-      ...fsHandlers(sessions), ...processHandlers(sessions), ...playwrightHandlers(sessions), ...logHandlers(sessions), ...curlHandlers(sessions), ...replayHandlers(sessions, replays), ...telemetryHandlers(sessions, telemetry), ...computerHandlers(new ComputerControl(sessions)),
-      ...profileHandlers(profiles), ...apiKeyHandlers(new ApiKeys({ store, auth, projects })), ...projectHandlers(projects), ...credentialHandlers(credentials), ...credentialProviderHandlers(credentialProviders), ...auditLogHandlers(audit), ...extensionHandlers(extensions), ...proxyHandlers(proxies),
-      ...deploymentHandlers(deployments), ...invocationHandlers(invocations, quotas), ...watchHandlers(watch) },
+    handlers: {
+      ...systemHandlers(
+        auth,
+        gateway,
+        publicUrl,
+        standby,
+        admission,
+        () => sessions.running,
+        () => launcher.pid,
+        connections,
+        websockets,
+      ),
+      ...browserHandlers(sessions, quotas, opts.log),
+      ...poolHandlers(pools, quotas),
+      ...fsHandlers(sessions),
+      ...processHandlers(sessions),
+      ...playwrightHandlers(sessions),
+      ...logHandlers(sessions),
+      ...curlHandlers(sessions),
+      ...replayHandlers(sessions, replays),
+      ...telemetryHandlers(sessions, telemetry),
+      ...computerHandlers(new ComputerControl(sessions)),
+      ...profileHandlers(profiles),
+      ...apiKeyHandlers(new ApiKeys({ store, auth, projects })),
+      ...projectHandlers(projects),
+      ...credentialHandlers(credentials),
+      ...credentialProviderHandlers(credentialProviders),
+      ...auditLogHandlers(audit),
+      ...extensionHandlers(extensions),
+      ...proxyHandlers(proxies),
+      ...deploymentHandlers(deployments),
+      ...invocationHandlers(invocations, quotas),
+      ...watchHandlers(watch),
+    },
   });
   const liveView = new LiveView({ sessions, tokens, telemetry, limits: websockets, origins });
   const bidi = new BidiGateway({ sessions, limits: websockets, origins, log: opts.log });

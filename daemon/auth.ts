@@ -132,7 +132,10 @@ export class Auth {
     store.collection('orgs');
     store.collection('api_keys');
     const auth = new Auth(store, adminToken, paths.apiKeyFile);
-    const existing = await readFile(paths.apiKeyFile, 'utf8').then((t) => t.trim(), () => '');
+    const existing = await readFile(paths.apiKeyFile, 'utf8').then(
+      (t) => t.trim(),
+      () => '',
+    );
     if (store.data.api_keys.some((k) => k.name === undefined)) {
       await store.update((state) => void (state.api_keys = state.api_keys.map((k) => upgrade(k, existing))));
     }
@@ -177,7 +180,12 @@ export class Auth {
 
   /** An invocation's own key, bound to its project, revoked with revokeKey when it ends. */
   async mintKey(scope: Scope): Promise<{ id: string; key: string }> {
-    const { key, record } = newKeyRecord(scope.org_id, { name: 'invocation', created_by: creatorOf('daemon'), project_id: scope.project_id, minted: true });
+    const { key, record } = newKeyRecord(scope.org_id, {
+      name: 'invocation',
+      created_by: creatorOf('daemon'),
+      project_id: scope.project_id,
+      minted: true,
+    });
     await this.store.update((state) => void state.api_keys.push(record));
     return { id: record.id, key };
   }
@@ -190,7 +198,10 @@ export class Auth {
 
   /** The CLI's key (credentials/api-key) is rotated with the key it was: the new plaintext replaces it. */
   async followRotation(rotated: ApiKeyRecord, newKey: string): Promise<void> {
-    const current = await readFile(this.localKeyFile, 'utf8').then((t) => t.trim(), () => '');
+    const current = await readFile(this.localKeyFile, 'utf8').then(
+      (t) => t.trim(),
+      () => '',
+    );
     if (current && sha256(current) === rotated.sha256) await this.writeLocalKey(newKey);
   }
 

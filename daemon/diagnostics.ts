@@ -33,4 +33,3 @@ export async function daemonResources(sessions: number, launcherPid?: number) {
     sessions,
   };
 }
-

@@ -1,4 +1,12 @@
-import type { ListProjectsQuery, OrgLimits, Project, ProjectLimits, UpdateOrgLimitsBody, UpdateProjectBody, UpdateProjectLimitsBody } from '../src/api/projects.js';
+import type {
+  ListProjectsQuery,
+  OrgLimits,
+  Project,
+  ProjectLimits,
+  UpdateOrgLimitsBody,
+  UpdateProjectBody,
+  UpdateProjectLimitsBody,
+} from '../src/api/projects.js';
 import { ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../src/errors.js';
 import { newId } from '../src/ids.js';
 import type { ApiKeyRecord, OrgRecord } from './auth.js';
@@ -55,7 +63,12 @@ const DEFAULT_NAME = 'Default';
 function newProject(orgId: string, name: string, isDefault = false): ProjectRecord {
   const now = new Date().toISOString();
   return {
-    id: newId(), org_id: orgId, name, status: 'active', created_at: now, updated_at: now,
+    id: newId(),
+    org_id: orgId,
+    name,
+    status: 'active',
+    created_at: now,
+    updated_at: now,
     ...(isDefault ? { default: true as const } : {}),
     limits: { max_concurrent_sessions: null, max_concurrent_invocations: null },
   };
@@ -144,7 +157,11 @@ export class Projects {
     this.orgWide(scope);
     const p = this.find(scope, id);
     if (p.default || this.active(scope.org_id).length <= 1) {
-      throw new ApiError(409, 'last_active_project', p.default ? 'the default project cannot be deleted' : 'organization must have at least one project');
+      throw new ApiError(
+        409,
+        'last_active_project',
+        p.default ? 'the default project cannot be deleted' : 'organization must have at least one project',
+      );
     }
     const owner = this.ownerId(p);
     type Owned = { org_id?: string; project_id?: string | null; deleted_at?: string | null; status?: string };
@@ -173,7 +190,8 @@ export class Projects {
   async updateLimits(scope: Scope, id: string, body: UpdateProjectLimitsBody): Promise<ProjectLimits> {
     this.orgWide(scope);
     const p = this.find(scope, id);
-    if (body.max_pooled_sessions != null) throw BadRequestError.field('max_pooled_sessions', 'is deprecated: pooled browsers count toward max_concurrent_sessions');
+    if (body.max_pooled_sessions != null)
+      throw BadRequestError.field('max_pooled_sessions', 'is deprecated: pooled browsers count toward max_concurrent_sessions');
     // 0 removes a cap; an absent field is left as it is.
     await this.deps.store.update(() => {
       if (body.max_concurrent_sessions !== undefined) p.limits.max_concurrent_sessions = body.max_concurrent_sessions || null;
@@ -191,7 +209,10 @@ export class Projects {
     const value = body.default_project_max_concurrent_sessions;
     if (value !== undefined) {
       if (value !== null && value > this.deps.orgMaxSessions) {
-        throw BadRequestError.field('default_project_max_concurrent_sessions', `cannot exceed the organization's limit (${this.deps.orgMaxSessions})`);
+        throw BadRequestError.field(
+          'default_project_max_concurrent_sessions',
+          `cannot exceed the organization's limit (${this.deps.orgMaxSessions})`,
+        );
       }
       await this.deps.store.update((state) => {
         const row = state.org_limits.find((l) => l.org_id === scope.org_id);
@@ -213,7 +234,12 @@ export class Projects {
 
   /** Every owner id of the organization's projects (see Scope), for what counts org-wide. */
   ownersOf(orgId: string): Set<string> {
-    return new Set(this.deps.store.data.projects.filter((p) => p.org_id === orgId).map((p) => this.ownerId(p)).concat(orgId));
+    return new Set(
+      this.deps.store.data.projects
+        .filter((p) => p.org_id === orgId)
+        .map((p) => this.ownerId(p))
+        .concat(orgId),
+    );
   }
 
   nameOf(id: string | null): string | null {
@@ -232,7 +258,11 @@ export class Projects {
   }
 
   private limitsView(p: ProjectRecord): ProjectLimits {
-    return { max_concurrent_sessions: p.limits.max_concurrent_sessions, max_concurrent_invocations: p.limits.max_concurrent_invocations, max_pooled_sessions: null };
+    return {
+      max_concurrent_sessions: p.limits.max_concurrent_sessions,
+      max_concurrent_invocations: p.limits.max_concurrent_invocations,
+      max_pooled_sessions: null,
+    };
   }
 
   /** Organization management is for organization-wide keys. */

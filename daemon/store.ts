@@ -40,7 +40,9 @@ export class Store {
     const adapter = new DurableJsonFile<State>(file);
     const opened = await adapter.open();
     if (opened.unreadable) {
-      log(`STATE RECOVERED: ${file} did not parse (${opened.unreadable.error}); started from its last good copy, kept the unreadable file as ${opened.unreadable.keptAs}`);
+      log(
+        `STATE RECOVERED: ${file} did not parse (${opened.unreadable.error}); started from its last good copy, kept the unreadable file as ${opened.unreadable.keptAs}`,
+      );
     } else if (opened.source === 'last-good') {
       log(`STATE RECOVERED: ${file} was missing; started from its last good copy`);
     }

@@ -17,9 +17,7 @@ export type ClientBodyOf<K extends OperationId> = Routes[K] extends { form: infe
     : BodyOf<K>;
 
 type Maybe<K extends string, T> = T extends undefined ? { [P in K]?: undefined } : { [P in K]: T };
-export type CallArgs<K extends OperationId> = Maybe<'params', ParamsOf<K>> &
-  Partial<Maybe<'query', QueryOf<K>>> &
-  Maybe<'body', ClientBodyOf<K>>;
+export type CallArgs<K extends OperationId> = Maybe<'params', ParamsOf<K>> & Partial<Maybe<'query', QueryOf<K>>> & Maybe<'body', ClientBodyOf<K>>;
 
 /** An error answer of the server, carrying its kernel-wire body. */
 export class ApiCallError extends Error {
@@ -120,4 +118,3 @@ export class RbrowseClient {
     return def.consumes ? (body as Buffer | string | Readable) : JSON.stringify(body);
   }
 }
-

@@ -21,7 +21,8 @@ export interface StandbySet {
 export function forgetAfterMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.RBROWSE_STANDBY_FORGET_SECONDS;
   if (raw === undefined || raw === '') return 15 * 60_000;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`RBROWSE_STANDBY_FORGET_SECONDS must be a whole number of seconds, at least 1 (got "${raw}")`);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new Error(`RBROWSE_STANDBY_FORGET_SECONDS must be a whole number of seconds, at least 1 (got "${raw}")`);
   return Number(raw) * 1000;
 }
 
@@ -34,8 +35,7 @@ export const DEFAULT_STANDBY = 'headless=1,headful=1,learn=2';
 const MAX_LEARN = 4;
 
 /** The key a create and a standby browser share when they match. */
-export const standbyKey = (headless: boolean, viewport: Viewport): string =>
-  `${headless ? 'headless' : 'headful'}@${formatViewport(viewport)}`;
+export const standbyKey = (headless: boolean, viewport: Viewport): string => `${headless ? 'headless' : 'headful'}@${formatViewport(viewport)}`;
 
 /**
  * Parses RBROWSE_STANDBY / `daemon start --standby`: `0` (off), `N` (N of each default, and the
@@ -51,7 +51,10 @@ export function parseStandby(text: string | undefined): StandbySet {
   }
   const entries = new Map<string, StandbyEntry>();
   let learn = 0;
-  for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const l = /^learn=(\d+)$/.exec(part);
     if (l) {
       learn = Number(l[1]);

@@ -27,10 +27,7 @@ export const SUPPORTED_VIEWPORTS_TEXT = SUPPORTED_VIEWPORTS.map(formatViewport).
 export function resolveViewport(input?: { width: number; height: number; refresh_rate?: number }): Viewport | null {
   if (!input) return DEFAULT_VIEWPORT;
   const match = SUPPORTED_VIEWPORTS.find(
-    (v) =>
-      v.width === input.width &&
-      v.height === input.height &&
-      (input.refresh_rate === undefined || v.refresh_rate === input.refresh_rate),
+    (v) => v.width === input.width && v.height === input.height && (input.refresh_rate === undefined || v.refresh_rate === input.refresh_rate),
   );
   return match ? { ...match } : null;
 }

@@ -61,11 +61,20 @@ describe('API keys', () => {
     const b = await kernel.apiKeys.create({ name: 'beta-key' });
     assert.equal((await kernel.apiKeys.update(a.id, { name: 'Alpha-Renamed' })).name, 'Alpha-Renamed');
     const byName = await kernel.apiKeys.list({ name: 'alpha-renamed' });
-    assert.deepEqual(byName.items.map((k) => k.id), [a.id]);
+    assert.deepEqual(
+      byName.items.map((k) => k.id),
+      [a.id],
+    );
     const byQuery = await kernel.apiKeys.list({ query: 'beta' });
-    assert.deepEqual(byQuery.items.map((k) => k.id), [b.id]);
+    assert.deepEqual(
+      byQuery.items.map((k) => k.id),
+      [b.id],
+    );
     const byId = await kernel.apiKeys.list({ query: b.id.slice(0, 10) });
-    assert.deepEqual(byId.items.map((k) => k.id), [b.id]);
+    assert.deepEqual(
+      byId.items.map((k) => k.id),
+      [b.id],
+    );
     const asc = await kernel.apiKeys.list({ sort_by: 'name', sort_direction: 'asc', limit: 100 });
     const names = asc.items.map((k) => k.name.toLowerCase());
     assert.deepEqual(names, [...names].sort());
@@ -149,14 +158,19 @@ describe('API keys', () => {
     for await (const k of other.apiKeys.list()) theirs.push(k.id);
     assert.ok(!theirs.includes(mine.id));
     assert.equal(theirs.length, 1, 'the other org sees its own key only');
-    for (const call of [() => other.apiKeys.retrieve(mine.id), () => other.apiKeys.delete(mine.id), () => other.apiKeys.rotate(mine.id), () => other.apiKeys.update(mine.id, { name: 'x' })]) {
+    for (const call of [
+      () => other.apiKeys.retrieve(mine.id),
+      () => other.apiKeys.delete(mine.id),
+      () => other.apiKeys.rotate(mine.id),
+      () => other.apiKeys.update(mine.id, { name: 'x' }),
+    ]) {
       await assert.rejects(call(), (err: { status?: number }) => err.status === 404);
     }
     assert.ok(await works(mine.key));
     await kernel.apiKeys.delete(mine.id);
   });
 
-  test('the CLI: keys create prints the key alone; rotating the CLI\'s own key keeps the CLI working', async () => {
+  test("the CLI: keys create prints the key alone; rotating the CLI's own key keeps the CLI working", async () => {
     const created = await d.cli(['keys', 'create', '--name', 'from-cli', '--days-to-expire', '3']);
     assert.equal(created.exitCode, 0, created.stderr);
     const key = created.stdout.trim();

@@ -51,10 +51,17 @@ describe('audit log', () => {
       mine.map((e) => `${e.method} ${e.route} ${e.status}`),
       ['DELETE /browsers/{id} 204', 'POST /browsers 400', 'PATCH /browsers/{id} 200', 'POST /browsers 200'],
     );
-    assert.ok(entries.every((e) => e.method !== 'GET'), 'reads are not recorded');
+    assert.ok(
+      entries.every((e) => e.method !== 'GET'),
+      'reads are not recorded',
+    );
     const times = entries.map((e) => Date.parse(e.timestamp));
-    assert.deepEqual(times, [...times].sort((a, b) => b - a), 'newest first');
-    const del = mine[0] as typeof mine[0] & { api_key_id: string; project_id: string };
+    assert.deepEqual(
+      times,
+      [...times].sort((a, b) => b - a),
+      'newest first',
+    );
+    const del = mine[0] as (typeof mine)[0] & { api_key_id: string; project_id: string };
     assert.equal(del.path, `/browsers/${sessionId}`);
     assert.equal(del.api_key_id, keyId);
     assert.equal(del.user_id, keyId);
@@ -76,7 +83,10 @@ describe('audit log', () => {
     // Two at a time: the SDK follows X-Next-Page-Token to the same list.
     const everything = await all(kernel.auditLogs.list(window()));
     const paged = await all(kernel.auditLogs.list({ ...window(), limit: 2 }));
-    assert.deepEqual(paged.map((e) => (e as { id?: string }).id), everything.map((e) => (e as { id?: string }).id));
+    assert.deepEqual(
+      paged.map((e) => (e as { id?: string }).id),
+      everything.map((e) => (e as { id?: string }).id),
+    );
     const first = await d.api('GET', `/audit-logs?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&limit=1`);
     assert.equal(first.headers.get('x-has-more'), 'true');
     assert.ok(first.headers.get('x-next-page-token'));
@@ -84,7 +94,11 @@ describe('audit log', () => {
     assert.deepEqual(await all(kernel.auditLogs.list({ start: '2020-01-01T00:00:00Z', end: '2020-01-02T00:00:00Z' })), []);
     assert.equal((await d.api('GET', `/audit-logs?start=${encodeURIComponent(window().end)}&end=${encodeURIComponent(window().start)}`)).status, 400);
     assert.equal((await d.api('GET', '/audit-logs')).status, 400);
-    assert.equal((await d.api('GET', `/audit-logs?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&page_token=%2F%2F`)).status, 400);
+    assert.equal(
+      (await d.api('GET', `/audit-logs?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&page_token=%2F%2F`))
+        .status,
+      400,
+    );
   });
 
   test("the SDK's download checks each chunk's sha256 and row count; gzip too", async () => {
@@ -93,11 +107,21 @@ describe('audit log', () => {
     const result = await kernel.auditLogs.download({ ...window(), limit: 2 } as never, { write: (chunk: Uint8Array) => void parts.push(chunk) });
     assert.equal(result.rows, listed.length);
     assert.ok(result.chunks >= 2);
-    const lines = Buffer.concat(parts).toString().trim().split('\n').map((l) => JSON.parse(l) as { id: string });
-    assert.deepEqual(lines.map((l) => l.id), listed.map((e) => (e as { id?: string }).id));
-    const gz = await fetch(`${d.baseUrl}/audit-logs/export/chunk?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&format=jsonl.gz`, {
-      headers: { authorization: `Bearer ${d.apiKey}` },
-    });
+    const lines = Buffer.concat(parts)
+      .toString()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string });
+    assert.deepEqual(
+      lines.map((l) => l.id),
+      listed.map((e) => (e as { id?: string }).id),
+    );
+    const gz = await fetch(
+      `${d.baseUrl}/audit-logs/export/chunk?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&format=jsonl.gz`,
+      {
+        headers: { authorization: `Bearer ${d.apiKey}` },
+      },
+    );
     assert.equal(gz.status, 200);
     const body = Buffer.from(await gz.arrayBuffer());
     assert.equal(gunzipSync(body).toString().trim().split('\n').length, listed.length);
@@ -113,7 +137,10 @@ describe('audit log', () => {
     const profile = await s.profiles.create({ name: 'in-project' });
     await s.profiles.delete(profile.id);
     const seen = await all(s.auditLogs.list(window()));
-    assert.deepEqual(seen.map((e) => `${e.method} ${e.route}`), ['DELETE /profiles/{id}', 'POST /profiles']);
+    assert.deepEqual(
+      seen.map((e) => `${e.method} ${e.route}`),
+      ['DELETE /profiles/{id}', 'POST /profiles'],
+    );
     await kernel.apiKeys.delete(scoped.id);
     await kernel.projects.delete(p.id);
   });
@@ -141,11 +168,20 @@ describe('audit log', () => {
       const k = new Kernel({ apiKey: small.apiKey, baseURL: small.baseUrl, maxRetries: 0 });
       for (let i = 0; i < 8; i++) await k.profiles.create({ name: `p${i}` });
       const kept = await all(k.auditLogs.list(window()));
-      assert.deepEqual(kept.map((e) => e.path), Array(3).fill('/profiles'));
+      assert.deepEqual(
+        kept.map((e) => e.path),
+        Array(3).fill('/profiles'),
+      );
       // The file was rewritten at twice the bound: 3 kept, then 2 more appended.
       const lines = (await readFile(join(small.home, 'history', 'audit.jsonl'), 'utf8')).trim().split('\n');
       assert.equal(lines.length, 5);
-      assert.deepEqual(kept.map((e) => (e as { id?: string }).id), lines.slice(-3).reverse().map((l) => JSON.parse(l).id));
+      assert.deepEqual(
+        kept.map((e) => (e as { id?: string }).id),
+        lines
+          .slice(-3)
+          .reverse()
+          .map((l) => JSON.parse(l).id),
+      );
     } finally {
       await small.stop();
     }

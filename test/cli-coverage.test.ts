@@ -14,7 +14,20 @@ const PENDING_OTHER_HELPERS = {
 };
 
 /** Options that shape the CLI's output or waiting, or where it reads a field from (a file, stdin), rather than the request. */
-const CLI_ONLY_OPTIONS = new Set(['json', 'quiet', 'output', 'wait', 'no-open', 'read-only', 'no-follow', 'env-file', 'password-stdin', 'values-stdin', 'token-stdin', 'payload-file']);
+const CLI_ONLY_OPTIONS = new Set([
+  'json',
+  'quiet',
+  'output',
+  'wait',
+  'no-open',
+  'read-only',
+  'no-follow',
+  'env-file',
+  'password-stdin',
+  'values-stdin',
+  'token-stdin',
+  'payload-file',
+]);
 
 interface OpenApiOperation {
   operationId: string;
@@ -110,7 +123,8 @@ describe('every API operation has a CLI command', () => {
       for (const option of c.options) {
         const name = option.replace(/^no-/, '').replace(/-/g, '_');
         const named = [name, `${name}s`, `${name}_id`].some((f) => fields.has(f));
-        if (!named && !CLI_ONLY_OPTIONS.has(option)) problems.push(`rbrowse ${c.path} --${option}: not a field of ${c.operations.join(', ')} (${[...fields].join(', ')})`);
+        if (!named && !CLI_ONLY_OPTIONS.has(option))
+          problems.push(`rbrowse ${c.path} --${option}: not a field of ${c.operations.join(', ')} (${[...fields].join(', ')})`);
       }
     }
     assert.deepEqual(problems, []);

@@ -26,7 +26,8 @@ class FeedReader {
 
   constructor(baseUrl: string, key: string | undefined) {
     this.done = (async () => {
-      for await (const e of sseEvents<FeedEvent>(`${baseUrl}/watch`, key ? { authorization: `Bearer ${key}` } : {}, this.abort.signal)) this.events.push(e);
+      for await (const e of sseEvents<FeedEvent>(`${baseUrl}/watch`, key ? { authorization: `Bearer ${key}` } : {}, this.abort.signal))
+        this.events.push(e);
     })().catch((err: unknown) => err);
   }
 
@@ -101,10 +102,14 @@ describe('GET /watch: the live feed', () => {
       assert.ok(restarted >= closedAt + 119_000, `the countdown restarted when the client left (timeout_at ${restarted - closedAt} ms after)`);
 
       // Ticks: one a second or so, the server's clock moving forward.
-      const ticks = await waitFor(() => {
-        const t = feed.events.filter((e) => e.event === 'tick');
-        return t.length >= 3 ? t : undefined;
-      }, 30_000, 'three ticks');
+      const ticks = await waitFor(
+        () => {
+          const t = feed.events.filter((e) => e.event === 'tick');
+          return t.length >= 3 ? t : undefined;
+        },
+        30_000,
+        'three ticks',
+      );
       for (let i = 1; i < ticks!.length; i++) assert.ok(Date.parse(ticks![i]!.server_time) > Date.parse(ticks![i - 1]!.server_time));
 
       // Unchanged state is not sent again.
@@ -113,7 +118,9 @@ describe('GET /watch: the live feed', () => {
 
       // Another organization never sees it.
       await other.snapshotWhere(() => true, "the other org's first snapshot");
-      assert.ok(other.events.some((e) => e.event === 'tick') || (await waitFor(() => other.events.some((e) => e.event === 'tick'), 10_000, 'a tick')));
+      assert.ok(
+        other.events.some((e) => e.event === 'tick') || (await waitFor(() => other.events.some((e) => e.event === 'tick'), 10_000, 'a tick')),
+      );
       for (const s of other.snapshots) assert.deepEqual(s.sessions, []);
 
       // Deleted: gone from the next snapshot.
@@ -131,13 +138,21 @@ describe('GET /watch: the live feed', () => {
   test('the progress helpers follow a real event stream and a real download, without animation off a terminal', async () => {
     assert.equal(process.stdout.isTTY, undefined, 'this test expects the runner to pipe stdout');
     const abort = new AbortController();
-    const ticked = await followEvents('following', sseEvents<FeedEvent>(`${d.baseUrl}/watch`, { authorization: `Bearer ${d.apiKey}` }, abort.signal), (e) =>
-      e.event === 'tick' ? e.server_time : undefined,
+    const ticked = await followEvents(
+      'following',
+      sseEvents<FeedEvent>(`${d.baseUrl}/watch`, { authorization: `Bearer ${d.apiKey}` }, abort.signal),
+      (e) => (e.event === 'tick' ? e.server_time : undefined),
     );
     abort.abort();
     assert.ok(Math.abs(Date.parse(ticked) - Date.now()) < 60_000, ticked);
     await assert.rejects(
-      followEvents('following', (async function* () { yield 1; })(), () => undefined),
+      followEvents(
+        'following',
+        (async function* () {
+          yield 1;
+        })(),
+        () => undefined,
+      ),
       /the event stream ended early/,
     );
 
@@ -160,7 +175,10 @@ describe('GET /watch: the live feed', () => {
       poolId = pool.body.id;
       const filled = await feed.snapshotWhere((s) => s.pools.some((p) => p.id === poolId && p.available_count === 1), 'the pool filled');
       const p = filled.pools.find((x) => x.id === poolId)!;
-      assert.deepEqual({ ...p, available_count: undefined }, { ...(await d.api('GET', `/browser_pools/${poolId}`)).body, available_count: undefined });
+      assert.deepEqual(
+        { ...p, available_count: undefined },
+        { ...(await d.api('GET', `/browser_pools/${poolId}`)).body, available_count: undefined },
+      );
       const idle = filled.sessions.find((w) => w.session.pool?.id === poolId);
       assert.ok(idle, 'the idle pool browser is listed');
       assert.equal(idle.timeout_at, null, 'an idle pool browser never times out');
@@ -203,7 +221,11 @@ describe('rbrowse watch in a terminal (tmux)', () => {
     const madeAt = Date.now();
     const screen = await term.waitForScreen((s) => s.includes(id), 1000, `session ${id} on the dashboard`);
     const row = screen.split('\n').find((l) => l.includes(id))!;
-    assert.match(row, /from-outside\s+headful\s+1920x1080@25\s+\d+s\s+0\s+0\s+\d:\d\d/, `the row shows name, mode, viewport, age, clients and time left: ${row}`);
+    assert.match(
+      row,
+      /from-outside\s+headful\s+1920x1080@25\s+\d+s\s+0\s+0\s+\d:\d\d/,
+      `the row shows name, mode, viewport, age, clients and time left: ${row}`,
+    );
     process.stderr.write(`# watch showed the new session ${Date.now() - madeAt} ms after the create returned\n`);
 
     // enter: details, with the session's own URLs.
@@ -230,16 +252,34 @@ describe('rbrowse watch in a terminal (tmux)', () => {
     await term.waitForScreen((s) => s.includes('Sessions (2)'), 10_000, 'two sessions listed');
 
     // d then y: deleted for real; select it first (the new one is selected after c).
-    for (let i = 0; i < 5 && !term.screen().split('\n').some((l) => l.startsWith('›') && l.includes(id)); i++) {
+    for (
+      let i = 0;
+      i < 5 &&
+      !term
+        .screen()
+        .split('\n')
+        .some((l) => l.startsWith('›') && l.includes(id));
+      i++
+    ) {
       term.keys('Down');
       await sleep(100);
     }
-    assert.ok(term.screen().split('\n').some((l) => l.startsWith('›') && l.includes(id)), `cannot select ${id}:\n${term.screen()}`);
+    assert.ok(
+      term
+        .screen()
+        .split('\n')
+        .some((l) => l.startsWith('›') && l.includes(id)),
+      `cannot select ${id}:\n${term.screen()}`,
+    );
     term.keys('d');
     await term.waitForScreen((s) => s.includes(`Delete session ${id}? y/N`), 10_000, 'the delete confirmation');
     assert.equal((await d.api('GET', `/browsers/${id}`)).status, 200, 'nothing is deleted before the confirmation');
     term.keys('y');
-    await term.waitForScreen((s) => s.includes(`deleted ${id}`) && !s.split('\n').some((l) => l.startsWith('›') && l.includes(id)), 60_000, 'the deletion');
+    await term.waitForScreen(
+      (s) => s.includes(`deleted ${id}`) && !s.split('\n').some((l) => l.startsWith('›') && l.includes(id)),
+      60_000,
+      'the deletion',
+    );
     const gone = await d.api('GET', `/browsers/${id}`);
     assert.equal(gone.status, 404, `session ${id} still answers ${gone.status} after d, y`);
     await term.waitForScreen((s) => s.includes('Sessions (1)'), 10_000, 'one session left');
@@ -250,7 +290,11 @@ describe('rbrowse watch in a terminal (tmux)', () => {
     const restarted = await d.cli(['daemon', 'start']);
     assert.equal(restarted.exitCode, 0, restarted.stderr);
     d.baseUrl = restarted.stdout.trim();
-    await term.waitForScreen((s) => s.includes('● live') && s.includes(d.baseUrl) && s.includes('Sessions (0)'), 30_000, 'live again on the new daemon');
+    await term.waitForScreen(
+      (s) => s.includes('● live') && s.includes(d.baseUrl) && s.includes('Sessions (0)'),
+      30_000,
+      'live again on the new daemon',
+    );
     const again = await d.api('POST', '/browsers', { headless: true });
     assert.equal(again.status, 200, again.text);
     created.push(again.body.session_id);
@@ -265,7 +309,11 @@ describe('rbrowse watch in a terminal (tmux)', () => {
     );
     for (const l of small.split('\n')) assert.ok([...l].length <= 90, `a line wider than the window: ${l}`);
     term.resize(160, 40);
-    await term.waitForScreen((s) => s.split('\n').length === 40 && s.includes(again.body.session_id) && !s.includes('…'), 10_000, 'the dashboard redrawn at 160x40');
+    await term.waitForScreen(
+      (s) => s.split('\n').length === 40 && s.includes(again.body.session_id) && !s.includes('…'),
+      10_000,
+      'the dashboard redrawn at 160x40',
+    );
 
     // q: the process exits, cleanly, with the terminal restored.
     term.keys('q');
@@ -347,7 +395,10 @@ describe('output on a terminal', () => {
       const lines = r.output.split('\n');
       assert.match(lines[0]!, /^✓ pool tty-pool has 1 browsers ready \(\d+\.\d s\)$/, r.output);
       assert.match(lines[1]!, /^id\s+[a-z0-9]{24}$/);
-      assert.ok(lines.some((l) => /^available\s+1 of 1$/.test(l)), r.output);
+      assert.ok(
+        lines.some((l) => /^available\s+1 of 1$/.test(l)),
+        r.output,
+      );
     } finally {
       await d.api('DELETE', '/browser_pools/tty-pool', { force: true });
     }
@@ -403,10 +454,14 @@ describe('the dashboard component (ink-testing-library)', () => {
 
   /** The first frame that passes `check` (Ink renders asynchronously, at most 30 times a second). */
   const frameWhere = async (ui: ReturnType<typeof render>, check: (frame: string) => boolean, what: string) =>
-    (await waitFor(() => {
-      const frame = ui.lastFrame() ?? '';
-      return check(frame) ? frame : undefined;
-    }, 10_000, what))!;
+    (await waitFor(
+      () => {
+        const frame = ui.lastFrame() ?? '';
+        return check(frame) ? frame : undefined;
+      },
+      10_000,
+      what,
+    ))!;
   const rowOf = (frame: string, id: string) => frame.split('\n').find((l) => l.includes(id)) ?? '';
 
   test('rows, countdown from the server clock, confirmation before delete, reconnecting state', async () => {

@@ -121,9 +121,10 @@ describe('rbrowse CLI', () => {
       // Any other command starts it again.
       const ls = await d.cli(['ls']);
       assertOk(ls, 'ls (auto-start)');
-      assert.deepEqual(lines(out(ls)).map((l) => l.split(/\s+/)), [
-        ['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'AGE', 'STATUS'],
-      ]);
+      assert.deepEqual(
+        lines(out(ls)).map((l) => l.split(/\s+/)),
+        [['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'AGE', 'STATUS']],
+      );
       const status4 = parseJson<Status>(await d.cli(['daemon', 'status', '--json']), 'daemon status --json');
       assert.equal(status4.running, true);
       assert.equal(typeof status4.pid, 'number');
@@ -192,9 +193,15 @@ describe('rbrowse CLI', () => {
       assert.equal(crossDel.status, 404);
 
       const listA = await daemon.api('GET', '/browsers?status=all', undefined, key);
-      assert.deepEqual(listA.body.map((s: { session_id: string }) => s.session_id), [idA]);
+      assert.deepEqual(
+        listA.body.map((s: { session_id: string }) => s.session_id),
+        [idA],
+      );
       const listB2 = await daemon.api('GET', '/browsers?status=all', undefined, keyB2);
-      assert.deepEqual(listB2.body.map((s: { session_id: string }) => s.session_id), [idB]);
+      assert.deepEqual(
+        listB2.body.map((s: { session_id: string }) => s.session_id),
+        [idB],
+      );
       const ownB = await daemon.api('GET', `/browsers/${idB}`, undefined, keyB2);
       assert.equal(ownB.status, 200);
       assert.deepEqual(sansUsage(ownB.body), sansUsage(sb.body));
@@ -217,10 +224,7 @@ describe('rbrowse CLI', () => {
   test('env prints exactly the two exports', async () => {
     const r = await cli(['env']);
     assertOk(r, 'env');
-    assert.deepEqual(out(r).split('\n'), [
-      `export KERNEL_BASE_URL=${daemon.baseUrl}`,
-      `export KERNEL_API_KEY=${daemon.apiKey}`,
-    ]);
+    assert.deepEqual(out(r).split('\n'), [`export KERNEL_BASE_URL=${daemon.baseUrl}`, `export KERNEL_API_KEY=${daemon.apiKey}`]);
   });
 
   test('doctor: a ✓ checklist, one line per dependency; --json the same checks', async () => {
@@ -239,8 +243,15 @@ describe('rbrowse CLI', () => {
     });
     assert.doesNotMatch(out(r), /✗|fix:/);
     const json = parseJson<{ name: string; state: string; detail: string }[]>(await cli(['doctor', '--json']), 'doctor --json');
-    assert.deepEqual(json.map((c) => [c.name, c.state]), names.map((n) => [n, 'ok']));
-    for (const c of json.filter((x) => SYSTEM_DEPS.some((d) => d.name === x.name))) assert.ok(got.some((l) => l.endsWith(c.detail)), `${c.detail} not in the checklist`);
+    assert.deepEqual(
+      json.map((c) => [c.name, c.state]),
+      names.map((n) => [n, 'ok']),
+    );
+    for (const c of json.filter((x) => SYSTEM_DEPS.some((d) => d.name === x.name)))
+      assert.ok(
+        got.some((l) => l.endsWith(c.detail)),
+        `${c.detail} not in the checklist`,
+      );
   });
 
   test('doctor: a missing dependency is a ✗ line with its fix, and exit 1', async () => {
@@ -258,7 +269,10 @@ describe('rbrowse CLI', () => {
     const jr = await cli(['doctor', '--json'], { RBROWSE_CHROMIUM: '/nonexistent/chromium' });
     assert.equal(jr.exitCode, 1);
     const json = JSON.parse(out(jr)) as { name: string }[];
-    assert.deepEqual(json.find((c) => c.name === 'chromium'), { name: 'chromium', state: 'missing', detail: 'needed for the browser of every session', fix });
+    assert.deepEqual(
+      json.find((c) => c.name === 'chromium'),
+      { name: 'chromium', state: 'missing', detail: 'needed for the browser of every session', fix },
+    );
   });
 
   test('create / get / ls -q / rm round trip', async () => {
@@ -425,7 +439,10 @@ describe('rbrowse CLI', () => {
     try {
       assert.equal(pool.available_count, 1, 'pools create --wait returns once the pool is full');
       assert.deepEqual(pool, (await daemon.api('GET', `/browser_pools/${pool.id}`)).body);
-      assert.deepEqual(parseJson(await cli(['pools', 'get', 'cli-json', '--json']), 'pools get'), (await daemon.api('GET', `/browser_pools/${pool.id}`)).body);
+      assert.deepEqual(
+        parseJson(await cli(['pools', 'get', 'cli-json', '--json']), 'pools get'),
+        (await daemon.api('GET', `/browser_pools/${pool.id}`)).body,
+      );
       assert.deepEqual(parseJson(await cli(['pools', 'ls', '--json']), 'pools ls'), (await daemon.api('GET', '/browser_pools')).body);
       assert.deepEqual(lines(out(await cli(['pools', 'ls', '-q']))), [pool.id]);
       const session = parseJson(await cli(['pools', 'acquire', 'cli-json', '--json']), 'pools acquire');
@@ -439,11 +456,17 @@ describe('rbrowse CLI', () => {
         await writeFile(join(dir, 'b.bin'), Buffer.from([0, 1, 2, 255]));
         assertOk(await cli(['fs', 'mkdir', id, '/home/kernel/work']), 'fs mkdir');
         assertOk(await cli(['fs', 'put', id, join(dir, 'a.txt'), '/home/kernel/work/a.txt']), 'fs put');
-        assertOk(await cli(['fs', 'upload', id, `${join(dir, 'b.bin')}:/home/kernel/work/sub/b.bin`, `${join(dir, 'a.txt')}:/tmp/a2.txt`]), 'fs upload');
+        assertOk(
+          await cli(['fs', 'upload', id, `${join(dir, 'b.bin')}:/home/kernel/work/sub/b.bin`, `${join(dir, 'a.txt')}:/tmp/a2.txt`]),
+          'fs upload',
+        );
         const listed = parseJson(await cli(['fs', 'ls', id, '/home/kernel/work', '--json']), 'fs ls --json');
         assert.deepEqual(listed, (await daemon.api('GET', `/browsers/${id}/fs/list_files?path=/home/kernel/work`)).body);
         assert.deepEqual(listed.map((f: { name: string }) => f.name).sort(), ['a.txt', 'sub']);
-        assert.deepEqual(lines(out(await cli(['fs', 'ls', id, '/home/kernel/work', '-q']))).sort(), ['/home/kernel/work/a.txt', '/home/kernel/work/sub']);
+        assert.deepEqual(lines(out(await cli(['fs', 'ls', id, '/home/kernel/work', '-q']))).sort(), [
+          '/home/kernel/work/a.txt',
+          '/home/kernel/work/sub',
+        ]);
         const info = parseJson(await cli(['fs', 'stat', id, '/home/kernel/work/sub/b.bin', '--json']), 'fs stat --json');
         assert.deepEqual(info, (await daemon.api('GET', `/browsers/${id}/fs/file_info?path=/home/kernel/work/sub/b.bin`)).body);
         assert.equal(info.size_bytes, 4);
@@ -497,7 +520,8 @@ describe('rbrowse CLI', () => {
     for (const shell of ['zsh', 'fish']) {
       const r = await cli(['completion', shell]);
       assertOk(r, `completion ${shell}`);
-      for (const word of ['pools', 'acquire', 'watch', 'completion', 'timeout-seconds', 'fs', 'upload']) assert.ok(out(r).includes(word), `${shell} script lacks ${word}`);
+      for (const word of ['pools', 'acquire', 'watch', 'completion', 'timeout-seconds', 'fs', 'upload'])
+        assert.ok(out(r).includes(word), `${shell} script lacks ${word}`);
       assert.ok(!out(r).includes('__operations'), `${shell} script offers the hidden __operations`);
     }
     assert.match(out(await cli(['completion', 'zsh'])), /^#compdef rbrowse/);
@@ -510,14 +534,26 @@ describe('rbrowse CLI', () => {
     const home = await mkdtemp(join(tmpdir(), 'rbrowse-remote-'));
     try {
       const env = { ...daemon.env, RBROWSE_HOME: home };
-      const created = await execa(CLI, ['--base-url', daemon.baseUrl, '--api-key', daemon.apiKey, 'create', '--headless', '-q'], { env, extendEnv: false, reject: false });
+      const created = await execa(CLI, ['--base-url', daemon.baseUrl, '--api-key', daemon.apiKey, 'create', '--headless', '-q'], {
+        env,
+        extendEnv: false,
+        reject: false,
+      });
       assert.equal(created.exitCode, 0, created.stderr);
       const id = created.stdout.trim();
       assert.match(id, ID_RE);
-      const viaEnv = await execa(CLI, ['ls', '--json'], { env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey }, extendEnv: false, reject: false });
+      const viaEnv = await execa(CLI, ['ls', '--json'], {
+        env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey },
+        extendEnv: false,
+        reject: false,
+      });
       assert.equal(viaEnv.exitCode, 0, viaEnv.stderr);
       assert.deepEqual(sansUsage(JSON.parse(viaEnv.stdout)), sansUsage((await daemon.api('GET', '/browsers')).body));
-      const rmR = await execa(CLI, ['rm', id], { env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey }, extendEnv: false, reject: false });
+      const rmR = await execa(CLI, ['rm', id], {
+        env: { ...env, KERNEL_BASE_URL: daemon.baseUrl, KERNEL_API_KEY: daemon.apiKey },
+        extendEnv: false,
+        reject: false,
+      });
       assert.equal(rmR.exitCode, 0, rmR.stderr);
       const wrongKey = await execa(CLI, ['--base-url', daemon.baseUrl, '--api-key', 'nope', 'ls'], { env, extendEnv: false, reject: false });
       assert.equal(wrongKey.exitCode, 1);

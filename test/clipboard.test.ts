@@ -18,10 +18,14 @@ const TEXT = 'héllo ✓ clipboard\nsecond line';
  */
 async function focusByClick(id: string, page: Page, selector: string): Promise<void> {
   const box = (await page.locator(selector).boundingBox())!;
-  await waitFor(async () => {
-    await kernel.browsers.computer.clickMouse(id, { x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height / 2) });
-    return page.evaluate(`document.activeElement?.id === ${JSON.stringify(selector.slice(1))}`);
-  }, 10_000, `${selector} to take the focus`);
+  await waitFor(
+    async () => {
+      await kernel.browsers.computer.clickMouse(id, { x: Math.round(box.x + box.width / 2), y: Math.round(box.y + box.height / 2) });
+      return page.evaluate(`document.activeElement?.id === ${JSON.stringify(selector.slice(1))}`);
+    },
+    10_000,
+    `${selector} to take the focus`,
+  );
 }
 
 describe('clipboard', () => {

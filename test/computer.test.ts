@@ -119,7 +119,11 @@ for (const mode of ['headful', 'headless'] as const) {
       const s = sessions[mode];
       await ok(s, 'move_mouse', { x: 5, y: 5 });
       await clear(s);
-      const path: [number, number][] = [[100, 100], [300, 200], [500, 150]];
+      const path: [number, number][] = [
+        [100, 100],
+        [300, 200],
+        [500, 150],
+      ];
       await ok(s, 'drag_mouse', { path, steps_per_segment: 4, step_delay_ms: 40, hold_keys: ['ctrl', 'Shift_L'] });
       const evs = (await takeEvents(s, (e) => e.some((x) => x.type === 'mouseup'))).filter((e) => e.type.startsWith('mouse'));
       const downAt = evs.findIndex((e) => e.type === 'mousedown');
@@ -134,7 +138,10 @@ for (const mode of ['headful', 'headless'] as const) {
         const off = Math.min(offSegment([m.x, m.y], path[0]!, path[1]!), offSegment([m.x, m.y], path[1]!, path[2]!));
         assert.ok(off <= 1.5, `(${m.x},${m.y}) lies on the path`);
       }
-      assert.ok(moves.some((m) => m.x === 300 && m.y === 200), 'passes through the middle point exactly');
+      assert.ok(
+        moves.some((m) => m.x === 300 && m.y === 200),
+        'passes through the middle point exactly',
+      );
       for (const e of [down, ...moves, up]) {
         assert.ok(e.ctrlKey && e.shiftKey && !e.altKey, `${e.type} carries ctrl and shift`);
         assert.equal(e.isTrusted, true);
@@ -154,7 +161,10 @@ for (const mode of ['headful', 'headless'] as const) {
       assert.deepEqual(dir, ['0,1', '0,1', '-1,0', '0,-1', '1,0']);
       // One notch is the same pixel delta in both backends.
       for (const w of wheels) assert.equal(Math.abs(w.deltaX + w.deltaY), 120);
-      assert.deepEqual(wheels.map((w) => w.altKey), [true, true, true, false, false]);
+      assert.deepEqual(
+        wheels.map((w) => w.altKey),
+        [true, true, true, false, false],
+      );
       for (const w of wheels) assert.deepEqual([w.x, w.y, w.isTrusted], [400, 300, true]);
     });
 
@@ -190,13 +200,24 @@ for (const mode of ['headful', 'headless'] as const) {
         actions: [
           { type: 'move_mouse', move_mouse: { x: 123, y: 456 } },
           { type: 'sleep', sleep: { duration_ms: 10 } },
-          { type: 'drag_mouse', drag_mouse: { path: [[0, 0], [2000, 10]] } },
+          {
+            type: 'drag_mouse',
+            drag_mouse: {
+              path: [
+                [0, 0],
+                [2000, 10],
+              ],
+            },
+          },
           { type: 'click_mouse', click_mouse: { x: 50, y: 50 } },
         ],
       });
       assert.equal(res.status, 400, res.text);
       assert.match(res.body.message, /^actions\[2\] \(drag_mouse\): path\.1: /);
-      assert.ok(res.body.details.some((x: any) => x.message.startsWith('actions.2.path.1')), res.text);
+      assert.ok(
+        res.body.details.some((x: any) => x.message.startsWith('actions.2.path.1')),
+        res.text,
+      );
       assert.deepEqual((await computer(s, 'get_mouse_position')).body, { x: 123, y: 456 });
       const evs = await takeEvents(s, () => true);
       assert.ok(!evs.some((e) => e.type === 'mousedown'), 'nothing after the failing action ran');
@@ -207,16 +228,111 @@ for (const mode of ['headful', 'headless'] as const) {
 describe('computer control rules', () => {
   const bad: [string, string, object, string][] = [
     ['drag_mouse', 'one point', { path: [[1, 1]] }, 'path'],
-    ['drag_mouse', 'a point of 3 numbers', { path: [[1, 1], [2, 2, 2]] }, 'path.1'],
-    ['drag_mouse', 'a fractional coordinate', { path: [[1.5, 1], [2, 2]] }, 'path.0.0'],
+    [
+      'drag_mouse',
+      'a point of 3 numbers',
+      {
+        path: [
+          [1, 1],
+          [2, 2, 2],
+        ],
+      },
+      'path.1',
+    ],
+    [
+      'drag_mouse',
+      'a fractional coordinate',
+      {
+        path: [
+          [1.5, 1],
+          [2, 2],
+        ],
+      },
+      'path.0.0',
+    ],
     ['drag_mouse', 'no path', {}, 'path'],
-    ['drag_mouse', 'a point off the screen', { path: [[1, 1], [1024, 2]] }, 'path.1'],
-    ['drag_mouse', 'a negative point', { path: [[-1, 1], [2, 2]] }, 'path.0'],
-    ['drag_mouse', 'steps_per_segment 0', { path: [[1, 1], [2, 2]], steps_per_segment: 0 }, 'steps_per_segment'],
-    ['drag_mouse', 'negative delay', { path: [[1, 1], [2, 2]], delay: -1 }, 'delay'],
-    ['drag_mouse', 'negative step_delay_ms', { path: [[1, 1], [2, 2]], step_delay_ms: -1 }, 'step_delay_ms'],
-    ['drag_mouse', 'an unknown button', { path: [[1, 1], [2, 2]], button: 'back' }, 'button'],
-    ['drag_mouse', 'an unknown hold key', { path: [[1, 1], [2, 2]], hold_keys: ['ctrl', 'hyperspace'] }, 'hold_keys.1'],
+    [
+      'drag_mouse',
+      'a point off the screen',
+      {
+        path: [
+          [1, 1],
+          [1024, 2],
+        ],
+      },
+      'path.1',
+    ],
+    [
+      'drag_mouse',
+      'a negative point',
+      {
+        path: [
+          [-1, 1],
+          [2, 2],
+        ],
+      },
+      'path.0',
+    ],
+    [
+      'drag_mouse',
+      'steps_per_segment 0',
+      {
+        path: [
+          [1, 1],
+          [2, 2],
+        ],
+        steps_per_segment: 0,
+      },
+      'steps_per_segment',
+    ],
+    [
+      'drag_mouse',
+      'negative delay',
+      {
+        path: [
+          [1, 1],
+          [2, 2],
+        ],
+        delay: -1,
+      },
+      'delay',
+    ],
+    [
+      'drag_mouse',
+      'negative step_delay_ms',
+      {
+        path: [
+          [1, 1],
+          [2, 2],
+        ],
+        step_delay_ms: -1,
+      },
+      'step_delay_ms',
+    ],
+    [
+      'drag_mouse',
+      'an unknown button',
+      {
+        path: [
+          [1, 1],
+          [2, 2],
+        ],
+        button: 'back',
+      },
+      'button',
+    ],
+    [
+      'drag_mouse',
+      'an unknown hold key',
+      {
+        path: [
+          [1, 1],
+          [2, 2],
+        ],
+        hold_keys: ['ctrl', 'hyperspace'],
+      },
+      'hold_keys.1',
+    ],
     ['scroll', 'both deltas 0', { x: 1, y: 1 }, 'delta_y'],
     ['scroll', 'no x', { y: 1, delta_y: 1 }, 'x'],
     ['scroll', 'a negative y', { x: 1, y: -1, delta_y: 1 }, 'y'],
@@ -235,7 +351,10 @@ describe('computer control rules', () => {
       const res = await computer(sessions.headless, action, body);
       assert.equal(res.status, 400, res.text);
       assert.equal(res.body.code, 'bad_request');
-      assert.ok(res.body.details?.some((x: any) => x.code === 'invalid_input' && x.message.startsWith(field)), `${field} named: ${res.text}`);
+      assert.ok(
+        res.body.details?.some((x: any) => x.code === 'invalid_input' && x.message.startsWith(field)),
+        `${field} named: ${res.text}`,
+      );
     });
   }
 
@@ -249,7 +368,14 @@ describe('computer control rules', () => {
     const a = sessions.headful;
     const b = sessions.headless;
     await Promise.all([clear(a), clear(b)]);
-    const drag = { path: [[50, 300], [250, 300]], steps_per_segment: 5, step_delay_ms: 40 };
+    const drag = {
+      path: [
+        [50, 300],
+        [250, 300],
+      ],
+      steps_per_segment: 5,
+      step_delay_ms: 40,
+    };
     const timed = async (s: Session) => {
       const t = Date.now();
       await ok(s, 'drag_mouse', drag);
@@ -260,7 +386,10 @@ describe('computer control rules', () => {
     const both = Date.now() - started;
     const evs = await takeEvents(a, (e) => e.filter((x) => x.type === 'mouseup').length >= 2);
     const order = evs.filter((e) => e.type === 'mousedown' || e.type === 'mouseup');
-    assert.deepEqual(order.map((e) => e.type), ['mousedown', 'mouseup', 'mousedown', 'mouseup']);
+    assert.deepEqual(
+      order.map((e) => e.type),
+      ['mousedown', 'mouseup', 'mousedown', 'mouseup'],
+    );
     assert.ok(order[1]!.t <= order[2]!.t, 'the second drag starts after the first ends');
     assert.ok(Math.max(a1, a2) >= 2 * 160, `one of the drags on a waited for the other (${a1}, ${a2} ms)`);
     assert.ok(b1 < Math.max(a1, a2) - 100, `the drag on another session did not wait (${b1} ms vs ${a1}, ${a2}; ${both} in all)`);
@@ -289,14 +418,20 @@ describe('computer control rules', () => {
     const s = sessions.headless;
     const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
     await clear(s);
-    await kernel.browsers.computer.dragMouse(s.id, { path: [[20, 20], [60, 80]], steps_per_segment: 2, step_delay_ms: 0 });
+    await kernel.browsers.computer.dragMouse(s.id, {
+      path: [
+        [20, 20],
+        [60, 80],
+      ],
+      steps_per_segment: 2,
+      step_delay_ms: 0,
+    });
     await kernel.browsers.computer.scroll(s.id, { x: 60, y: 80, delta_y: 1 });
     const evs = await takeEvents(s, (e) => e.some((x) => x.type === 'wheel'));
-    assert.deepEqual(evs.filter((e) => e.type !== 'mousemove' && e.type !== 'click').map((e) => `${e.type} ${e.x},${e.y}`), [
-      'mousedown 20,20',
-      'mouseup 60,80',
-      'wheel 60,80',
-    ]);
+    assert.deepEqual(
+      evs.filter((e) => e.type !== 'mousemove' && e.type !== 'click').map((e) => `${e.type} ${e.x},${e.y}`),
+      ['mousedown 20,20', 'mouseup 60,80', 'wheel 60,80'],
+    );
     assert.deepEqual(await kernel.browsers.computer.getMousePosition(s.id), { x: 60, y: 80 });
   });
 });

@@ -43,7 +43,14 @@ describe('credentials', () => {
   });
 
   test('create and get: field names and a current TOTP code, never the values or the secret', async () => {
-    const c = record(await kernel.credentials.create({ name: 'gh', domain: 'github.com', values: { username: 'alice', password: PASSWORD }, totp_secret: SECRET_PASTED }));
+    const c = record(
+      await kernel.credentials.create({
+        name: 'gh',
+        domain: 'github.com',
+        values: { username: 'alice', password: PASSWORD },
+        totp_secret: SECRET_PASTED,
+      }),
+    );
     assert.deepEqual(c.value_keys, ['password', 'username']);
     assert.equal(c.has_values, true);
     assert.equal(c.has_totp_secret, true);
@@ -56,16 +63,24 @@ describe('credentials', () => {
     const code = record(await kernel.credentials.totpCode(c.id));
     assert.ok(expectedCodes(SECRET).includes(code.code));
     const listed = record((await kernel.credentials.list({ domain: 'github.com' })).items);
-    assert.deepEqual(listed.map((x) => x.id), [c.id]);
+    assert.deepEqual(
+      listed.map((x) => x.id),
+      [c.id],
+    );
     assert.equal(listed[0]!.value_keys, undefined);
-    assert.deepEqual((await kernel.credentials.list({ query: 'GITHUB' })).items.map((x) => x.id), [c.id]);
+    assert.deepEqual(
+      (await kernel.credentials.list({ query: 'GITHUB' })).items.map((x) => x.id),
+      [c.id],
+    );
     assert.deepEqual((await kernel.credentials.list({ domain: 'example.com' })).items, []);
   });
 
   test('update merges and removes values, clears the TOTP secret; names are unique; bad input is a 400', async () => {
     const c = await kernel.credentials.create({ name: 'site', domain: 'example.com', values: { username: 'bob', otp: '1' } });
     assert.equal(c.has_totp_secret, false);
-    const updated = record(await kernel.credentials.update(c.id, { values: { password: PASSWORD }, remove_value_keys: ['otp'], totp_secret: SECRET }));
+    const updated = record(
+      await kernel.credentials.update(c.id, { values: { password: PASSWORD }, remove_value_keys: ['otp'], totp_secret: SECRET }),
+    );
     assert.deepEqual(updated.value_keys, ['password', 'username']);
     assert.ok(expectedCodes(SECRET).includes(updated.totp_code!));
     const cleared = record(await kernel.credentials.update('site', { totp_secret: '', name: 'site-renamed' }));
@@ -75,7 +90,11 @@ describe('credentials', () => {
     assert.equal(noCode.status, 400);
     const dup = await d.api('POST', '/credentials', { name: 'gh', domain: 'x.com', values: {} });
     assert.equal(dup.status, 409);
-    for (const body of [{ name: 'x', domain: 'x.com' }, { name: 'y', domain: 'x.com', values: { a: 1 } }, { name: 'z', domain: 'x.com', values: {}, totp_secret: 'not base32!' }]) {
+    for (const body of [
+      { name: 'x', domain: 'x.com' },
+      { name: 'y', domain: 'x.com', values: { a: 1 } },
+      { name: 'z', domain: 'x.com', values: {}, totp_secret: 'not base32!' },
+    ]) {
       const r = await d.api('POST', '/credentials', body);
       assert.equal(r.status, 400, JSON.stringify(body));
     }
@@ -91,7 +110,9 @@ describe('credentials', () => {
     const inProject = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, projectID: project.id });
     assert.deepEqual((await inProject.credentials.list()).items, []);
     assert.equal((await d.api('GET', '/credentials/gh', undefined, undefined)).status, 200);
-    const there = await fetch(`${d.baseUrl}/credentials/gh/totp-code`, { headers: { authorization: `Bearer ${d.apiKey}`, 'x-kernel-project-id': project.id } });
+    const there = await fetch(`${d.baseUrl}/credentials/gh/totp-code`, {
+      headers: { authorization: `Bearer ${d.apiKey}`, 'x-kernel-project-id': project.id },
+    });
     assert.equal(there.status, 404);
     // The same name is free in another project.
     const same = await inProject.credentials.create({ name: 'gh', domain: 'github.com', values: {} });
@@ -128,7 +149,9 @@ describe('credentials', () => {
     const p = record(await kernel.credentialProviders.create({ name: 'team-1p', provider_type: 'onepassword', token: TOKEN }));
     assert.equal(p.enabled, true);
     assert.equal((p as { token?: string }).token, undefined);
-    const second = record(await kernel.credentialProviders.create({ name: 'backup-1p', provider_type: 'onepassword', token: TOKEN, cache_ttl_seconds: 60 }));
+    const second = record(
+      await kernel.credentialProviders.create({ name: 'backup-1p', provider_type: 'onepassword', token: TOKEN, cache_ttl_seconds: 60 }),
+    );
     assert.equal(second.priority, p.priority + 1);
     await kernel.credentialProviders.update(second.id, { priority: 0 });
     await kernel.credentialProviders.update(p.id, { priority: 5, enabled: false });
@@ -154,7 +177,12 @@ describe('credentials', () => {
     const otherKey = (await d.cli(['auth', 'create-key', '--org', 'providers-other'])).stdout.trim();
     assert.equal((await d.api('GET', `/org/credential_providers/${p.id}`, undefined, otherKey)).status, 404);
     // The CLI takes the token on standard input only.
-    const r = await execa(CLI, ['credentials', 'providers', 'create', '--name', 'cli-1p', '--token-stdin', '--json'], { env: d.env, extendEnv: false, input: TOKEN, reject: false });
+    const r = await execa(CLI, ['credentials', 'providers', 'create', '--name', 'cli-1p', '--token-stdin', '--json'], {
+      env: d.env,
+      extendEnv: false,
+      input: TOKEN,
+      reject: false,
+    });
     assert.equal(r.exitCode, 0, String(r.stderr));
     answers.push(String(r.stdout));
     const test = await d.cli(['credentials', 'providers', 'test', 'cli-1p']);

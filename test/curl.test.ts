@@ -122,15 +122,17 @@ describe('browser curl', () => {
     // The routed endpoints take the session's jwt, nothing else.
     const bad = await fetch(`${d.baseUrl}/browser/curl/raw?url=${encodeURIComponent(`${fixtures.url}/`)}&jwt=forged`);
     assert.equal(bad.status, 401);
-    const badJson = await fetch(`${d.baseUrl}/browser/curl?jwt=forged`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${fixtures.url}/` }) });
+    const badJson = await fetch(`${d.baseUrl}/browser/curl?jwt=forged`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${fixtures.url}/` }),
+    });
     assert.equal(badJson.status, 401);
   });
 
   test('concurrent curls each get their own answer; the hidden pages that carry them are never listed to clients', async () => {
     const bodies = Array.from({ length: 10 }, (_, i) => `request ${i}`);
-    const answers = await Promise.all(
-      bodies.map((body) => kernel.browsers.curl(id, { url: `${fixtures.url}/echo-request`, method: 'POST', body })),
-    );
+    const answers = await Promise.all(bodies.map((body) => kernel.browsers.curl(id, { url: `${fixtures.url}/echo-request`, method: 'POST', body })));
     answers.forEach((r, i) => {
       assert.equal(r.status, 200);
       assert.equal(JSON.parse(r.body).body, bodies[i]);

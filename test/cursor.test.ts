@@ -18,7 +18,12 @@ test('cursor: hidden runs an XFixes hider on the session display, shown again st
   // Hiding twice keeps one hider.
   await kernel.browsers.computer.setCursorVisibility(id, { hidden: true });
   assert.equal((await hiders(id)).length, 1);
-  await kernel.browsers.computer.batch(id, { actions: [{ type: 'set_cursor', set_cursor: { hidden: false } }, { type: 'move_mouse', move_mouse: { x: 5, y: 5 } }] });
+  await kernel.browsers.computer.batch(id, {
+    actions: [
+      { type: 'set_cursor', set_cursor: { hidden: false } },
+      { type: 'move_mouse', move_mouse: { x: 5, y: 5 } },
+    ],
+  });
   await waitFor(async () => (await hiders(id)).length === 0, 10_000, 'the hider to stop');
   const cli = await d.cli(['computer', 'cursor', id, '--hidden']);
   assert.equal(cli.exitCode, 0, cli.stderr);

@@ -24,7 +24,10 @@ test('daemon stop closes live sessions with Browser.close and leaves nothing beh
     for (const s of [headless, headful]) {
       assert.equal(existsSync(join(d.home, 'sessions', s.session_id)), false, 'session directories are removed');
     }
-    const log = (await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const log = (await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     for (const s of [headless, headful]) {
       const ended = log.find((l) => l.msg === 'session ended' && l.session === s.session_id);
       assert.ok(ended, `the end of ${s.session_id} is logged`);
@@ -64,11 +67,7 @@ test('--foreground serves until SIGTERM and logs to stderr', async () => {
     stdin: 'ignore',
   });
   try {
-    const info = await waitFor(
-      async () => JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8').catch(() => 'null')),
-      20_000,
-      'daemon.json',
-    );
+    const info = await waitFor(async () => JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8').catch(() => 'null')), 20_000, 'daemon.json');
     assert.equal(info.pid, child.pid, 'the foreground process is the daemon');
     assert.equal((await callApi(info.base_url, 'GET', '/health')).status, 200);
     const key = (await readFile(join(home, 'credentials', 'api-key'), 'utf8')).trim();

@@ -57,10 +57,14 @@ async function postForm(d: TestDaemon, fields: Record<string, string | Blob>, ke
 }
 
 async function settled(kernel: Kernel, id: string): Promise<Kernel.Deployments.DeploymentRetrieveResponse> {
-  const dep = await waitFor(async () => {
-    const dep = await kernel.deployments.retrieve(id);
-    return SETTLED.includes(dep.status) ? dep : undefined;
-  }, 180_000, `deployment ${id} to settle`);
+  const dep = await waitFor(
+    async () => {
+      const dep = await kernel.deployments.retrieve(id);
+      return SETTLED.includes(dep.status) ? dep : undefined;
+    },
+    180_000,
+    `deployment ${id} to settle`,
+  );
   return dep!;
 }
 
@@ -71,12 +75,28 @@ async function followAll(kernel: Kernel, id: string): Promise<any[]> {
 }
 
 /** Invokes an action of the sample app through the API, as a Kernel user would; its logs too. */
-async function invoke(kernel: Kernel, action: string, payload?: unknown): Promise<{ status: string; output?: unknown; reason?: string; logs: string[] }> {
-  const r = await kernel.invocations.create({ app_name: 'sample', version: 'latest', action_name: action, ...(payload !== undefined ? { payload: JSON.stringify(payload) } : {}) });
-  const done = r.status === 'running' || r.status === 'queued' ? await waitFor(async () => {
-    const now = await kernel.invocations.retrieve(r.id);
-    return now.status === 'succeeded' || now.status === 'failed' ? now : undefined;
-  }, 120_000, `invocation ${r.id}`) : r;
+async function invoke(
+  kernel: Kernel,
+  action: string,
+  payload?: unknown,
+): Promise<{ status: string; output?: unknown; reason?: string; logs: string[] }> {
+  const r = await kernel.invocations.create({
+    app_name: 'sample',
+    version: 'latest',
+    action_name: action,
+    ...(payload !== undefined ? { payload: JSON.stringify(payload) } : {}),
+  });
+  const done =
+    r.status === 'running' || r.status === 'queued'
+      ? await waitFor(
+          async () => {
+            const now = await kernel.invocations.retrieve(r.id);
+            return now.status === 'succeeded' || now.status === 'failed' ? now : undefined;
+          },
+          120_000,
+          `invocation ${r.id}`,
+        )
+      : r;
   const logs: string[] = [];
   for await (const e of await kernel.invocations.follow(r.id)) if ((e as any).event === 'log') logs.push((e as any).message);
   return { status: done!.status, output: done!.output ? JSON.parse(done!.output) : undefined, reason: done!.status_reason ?? undefined, logs };
@@ -85,7 +105,10 @@ async function invoke(kernel: Kernel, action: string, payload?: unknown): Promis
 /** Where a deployment's installed code is: its image, a box disk (mounted from /proc/mounts' point of view). */
 async function imageDir(id: string): Promise<string | undefined> {
   const mounts = await readFile('/proc/mounts', 'utf8');
-  const dir = mounts.split('\n').map((l) => l.split(' ')[1]!).find((m) => m?.endsWith(`-${imageOf(id)}`));
+  const dir = mounts
+    .split('\n')
+    .map((l) => l.split(' ')[1]!)
+    .find((m) => m?.endsWith(`-${imageOf(id)}`));
   return dir && `${dir}/app`;
 }
 
@@ -134,7 +157,10 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.equal(summary.app_name, 'sample');
     assert.equal(summary.version, 'latest');
     assert.equal(summary.region, 'aws.us-east-1a');
-    assert.deepEqual(summary.actions.map((a: any) => a.name), SAMPLE_ACTIONS);
+    assert.deepEqual(
+      summary.actions.map((a: any) => a.name),
+      SAMPLE_ACTIONS,
+    );
     for (const e of events) assert.ok(!Number.isNaN(Date.parse(e.timestamp)), `timestamp of ${e.event}`);
 
     const got = await kernel.deployments.retrieve(created.id);
@@ -144,10 +170,17 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
 
     // A finished deployment's stream replays its history and ends.
     const replay = await followAll(kernel, created.id);
-    assert.deepEqual(replay.map((e) => e.event), events.map((e) => e.event));
+    assert.deepEqual(
+      replay.map((e) => e.event),
+      events.map((e) => e.event),
+    );
     const sinceNow = [];
     for await (const e of await kernel.deployments.follow(created.id, { since: new Date(Date.now() + 60_000).toISOString() })) sinceNow.push(e);
-    assert.deepEqual(sinceNow.map((e) => e.event), ['deployment_state', 'deployment_state', 'app_version_summary', 'deployment_state'], 'since leaves out older log lines only');
+    assert.deepEqual(
+      sinceNow.map((e) => e.event),
+      ['deployment_state', 'deployment_state', 'app_version_summary', 'deployment_state'],
+      'since leaves out older log lines only',
+    );
     const lastHour = await d.api('GET', `/deployments/${created.id}/events?since=1h30m`);
     assert.equal(lastHour.status, 200);
     assert.match(lastHour.headers.get('content-type') ?? '', /^text\/event-stream/);
@@ -165,7 +198,10 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     const [app] = apps;
     assert.equal(app!.deployment, sdkDeployment);
     assert.equal(app!.version, 'latest');
-    assert.deepEqual(app!.actions.map((a) => a.name), SAMPLE_ACTIONS);
+    assert.deepEqual(
+      app!.actions.map((a) => a.name),
+      SAMPLE_ACTIONS,
+    );
     assert.deepEqual(app!.env_vars, { SAMPLE_GREETING: '' });
     assert.deepEqual((await d.api('GET', '/apps?app_name=nope')).body, []);
     assert.deepEqual((await d.api('GET', '/apps?version=9.9.9')).body, []);
@@ -261,7 +297,10 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.equal(old.status_reason, `replaced by deployment ${created.id}`);
     await waitFor(() => !existsSync(join(d.home, 'apps', sdkDeployment)), 10_000, 'the old code to be removed');
     const latest = (await d.api('GET', '/apps?app_name=sample&version=latest')).body;
-    assert.deepEqual(latest.map((a: any) => a.deployment), [created.id]);
+    assert.deepEqual(
+      latest.map((a: any) => a.deployment),
+      [created.id],
+    );
     const v1 = (await d.api('GET', '/apps?app_name=sample&version=1.0.0')).body;
     assert.equal(v1.length, 1, 'another version label is not replaced');
     sdkDeployment = created.id;
@@ -297,12 +336,20 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.equal(goStyle.status, 200, JSON.stringify(goStyle.body));
     assert.deepEqual(goStyle.body.env_vars, { GO_STYLE: '' });
     assert.equal((await settled(kernel, goStyle.body.id)).status, 'running');
-    assert.deepEqual((await readdir(join(d.home, 'apps'))).filter((n) => n.startsWith('.upload')), [], 'no upload left behind');
+    assert.deepEqual(
+      (await readdir(join(d.home, 'apps'))).filter((n) => n.startsWith('.upload')),
+      [],
+      'no upload left behind',
+    );
   });
 
   test('builds that cannot work end failed with the reason, logged as an error event', async () => {
     const cases: [string, Record<string, string>, RegExp][] = [
-      ['throws on import', { 'index.ts': oneActionApp('boom', "throw new Error('boom at import');") }, /^the entrypoint failed to load: boom at import$/],
+      [
+        'throws on import',
+        { 'index.ts': oneActionApp('boom', "throw new Error('boom at import');") },
+        /^the entrypoint failed to load: boom at import$/,
+      ],
       ['no actions', { 'index.ts': "import Kernel from '@onkernel/sdk';\nnew Kernel().app('empty');\n" }, /^app empty registers no actions/],
       ['no apps', { 'index.ts': "console.log('just a script');\n" }, /^index\.ts registers no apps/],
       [
@@ -354,7 +401,10 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     const events = await followAll(kernel, created.id);
     assert.equal(events.at(-1)!.deployment.status, 'running', JSON.stringify(events.filter((e) => e.event !== 'log')));
     assert.ok(events.some((e) => e.event === 'log' && e.message === '$ npm install --no-audit --no-fund --no-update-notifier'));
-    assert.ok(events.some((e) => e.event === 'log' && e.message === `postinstall on node ${process.version}`), 'npm and its scripts run on the daemon’s Node');
+    assert.ok(
+      events.some((e) => e.event === 'log' && e.message === `postinstall on node ${process.version}`),
+      'npm and its scripts run on the daemon’s Node',
+    );
     const r = await kernel.invocations.create({ app_name: 'withdeps', version: 'latest', action_name: 'greet' });
     assert.equal(r.status, 'succeeded', r.status_reason ?? undefined);
     assert.equal(r.output, '"hi from local-lib"');
@@ -413,13 +463,23 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     assert.equal(failed.status_reason, 'the daemon restarted during the deployment');
     assert.ok(!existsSync(join(d.home, 'apps', building.id)));
     const replay = await followAll(kernel, building.id);
-    assert.deepEqual(replay.map((e) => e.event), ['deployment_state'], 'a replay of the final state, then the end');
+    assert.deepEqual(
+      replay.map((e) => e.event),
+      ['deployment_state'],
+      'a replay of the final state, then the end',
+    );
 
     assert.equal((await kernel.deployments.retrieve(sdkDeployment)).status, 'running');
     const apps = (await d.api('GET', '/apps?app_name=sample&version=latest')).body;
-    assert.deepEqual(apps.map((a: any) => a.deployment), [sdkDeployment]);
+    assert.deepEqual(
+      apps.map((a: any) => a.deployment),
+      [sdkDeployment],
+    );
     const afterRestart = await followAll(kernel, sdkDeployment);
-    assert.deepEqual(afterRestart.map((e) => e.event), ['app_version_summary', 'deployment_state']);
+    assert.deepEqual(
+      afterRestart.map((e) => e.event),
+      ['app_version_summary', 'deployment_state'],
+    );
     const echo = await invoke(kernel, 'echo', 'still here');
     assert.deepEqual(echo.output, 'still here', 'its code survived the restart');
 
@@ -467,10 +527,14 @@ describe('Deployments.resolveAction against a real deployed app (in-process)', (
 
   async function deploy(fields: Record<string, string>) {
     const created = await deployments.create(org, parts(await sampleZip(), { entrypoint_rel_path: 'index.ts', ...fields }));
-    return waitFor(() => {
-      const dep = deployments.get(org, created.id);
-      return (SETTLED.includes(dep.status) ? dep : undefined)!;
-    }, 180_000, 'the in-process deployment');
+    return waitFor(
+      () => {
+        const dep = deployments.get(org, created.id);
+        return (SETTLED.includes(dep.status) ? dep : undefined)!;
+      },
+      180_000,
+      'the in-process deployment',
+    );
   }
 
   test('names what is missing: the app, the version, or the action (listing the actions)', async () => {
@@ -530,7 +594,10 @@ describe('EventLog and since (pure)', () => {
     log.follow(stream, since);
     let text = '';
     for await (const chunk of body) text += chunk;
-    return text.split('\n\n').filter(Boolean).map((block) => JSON.parse(block.replace(/^data: /, '')));
+    return text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((block) => JSON.parse(block.replace(/^data: /, '')));
   }
   const logEvent = (message: string, timestamp = new Date().toISOString()) => ({ event: 'log', message, timestamp });
 
@@ -541,12 +608,18 @@ describe('EventLog and since (pure)', () => {
     log.push({ event: 'deployment_state', n: 2 });
     log.finish();
     const got = await replay(log);
-    assert.deepEqual(got.map((e) => e.message ?? e.n), [1, 'line 7', 'line 8', 'line 9', 2]);
+    assert.deepEqual(
+      got.map((e) => e.message ?? e.n),
+      [1, 'line 7', 'line 8', 'line 9', 2],
+    );
 
     const chars = new EventLog({ maxChars: 25 });
     for (let i = 0; i < 5; i++) chars.push(logEvent(`${i}`.repeat(10)));
     chars.finish();
-    assert.deepEqual((await replay(chars)).map((e) => e.message), ['3333333333', '4444444444']);
+    assert.deepEqual(
+      (await replay(chars)).map((e) => e.message),
+      ['3333333333', '4444444444'],
+    );
   });
 
   test('since: RFC 3339 or a duration ago; log lines before it are left out; anything else is a 400', async () => {
@@ -555,12 +628,18 @@ describe('EventLog and since (pure)', () => {
     assert.equal(sinceTime('500ms', now), now - 500);
     assert.equal(sinceTime('2030-01-01T11:00:00Z', now), now - 3_600_000);
     assert.equal(sinceTime(undefined, now), undefined);
-    assert.throws(() => sinceTime('yesterday', now), (e: any) => e.status === 400 && /^since: /.test(e.message));
+    assert.throws(
+      () => sinceTime('yesterday', now),
+      (e: any) => e.status === 400 && /^since: /.test(e.message),
+    );
     const log = new EventLog();
     log.push(logEvent('old', '2030-01-01T10:00:00Z'));
     log.push({ event: 'deployment_state', timestamp: '2030-01-01T10:00:01Z' });
     log.push(logEvent('new', '2030-01-01T11:30:00Z'));
     log.finish();
-    assert.deepEqual((await replay(log, sinceTime('1h', now))).map((e) => e.message ?? e.event), ['deployment_state', 'new']);
+    assert.deepEqual(
+      (await replay(log, sinceTime('1h', now))).map((e) => e.message ?? e.event),
+      ['deployment_state', 'new'],
+    );
   });
 });

@@ -92,9 +92,13 @@ before(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'rbrowse-ext-test-'));
   // A real CRX3, packed by Chromium itself, stands in for the Web Store's answer.
   await cp(join(FIXTURES, 'content-mark'), join(scratch, 'packed'), { recursive: true });
-  await execa(CHROMIUM, ['--headless', '--no-sandbox', `--user-data-dir=${join(scratch, 'pack-profile')}`, `--pack-extension=${join(scratch, 'packed')}`], {
-    timeout: 120_000,
-  });
+  await execa(
+    CHROMIUM,
+    ['--headless', '--no-sandbox', `--user-data-dir=${join(scratch, 'pack-profile')}`, `--pack-extension=${join(scratch, 'packed')}`],
+    {
+      timeout: 120_000,
+    },
+  );
   store = await startFakeStore(await readFile(join(scratch, 'packed.crx')));
   fixtures = await startFixtureServer();
   d = await startTestDaemon({ env: { RBROWSE_CHROME_STORE_URL: store.url } });
@@ -135,7 +139,10 @@ describe('upload and metadata', () => {
     const listed = await d.api('GET', '/extensions?limit=100');
     assert.equal(listed.status, 200);
     assert.equal(listed.headers.get('x-has-more'), 'false');
-    assert.deepEqual(listed.body.find((e: { id: string }) => e.id === ext.id), ext);
+    assert.deepEqual(
+      listed.body.find((e: { id: string }) => e.id === ext.id),
+      ext,
+    );
     assert.deepEqual((await d.api('GET', '/extensions?name=meta-ext')).body, [ext]);
     assert.deepEqual((await d.api('GET', '/extensions?query=META')).body, [ext]);
 
@@ -193,7 +200,14 @@ describe('upload and metadata', () => {
       ['an empty zip', await zipOf([]), /no manifest\.json/],
       ['no manifest.json', await zipOf([{ name: 'content.js', data: 'void 0' }]), /no manifest\.json/],
       ['manifest.json two folders down', await zipOf([{ name: 'a/b/manifest.json', data: good }]), /no manifest\.json/],
-      ['two top-level folders', await zipOf([{ name: 'a/manifest.json', data: good }, { name: 'b/manifest.json', data: good }]), /no manifest\.json/],
+      [
+        'two top-level folders',
+        await zipOf([
+          { name: 'a/manifest.json', data: good },
+          { name: 'b/manifest.json', data: good },
+        ]),
+        /no manifest\.json/,
+      ],
       ['manifest.json a folder', await zipOf([{ name: 'manifest.json/x', data: good }]), /no manifest\.json/],
       ['invalid JSON manifest', await zipOf([{ name: 'manifest.json', data: '{"manifest_version": 3, name: }' }]), /not valid JSON/],
       ['manifest_version 4', await zipOf([{ name: 'manifest.json', data: manifest({ manifest_version: 4 }) }]), /manifest_version/],
@@ -201,9 +215,30 @@ describe('upload and metadata', () => {
       ['a bad version', await zipOf([{ name: 'manifest.json', data: manifest({ version: '1.0-beta' }) }]), /version/],
       ['a JSON array', await zipOf([{ name: 'manifest.json', data: '[]' }]), /not an extension manifest/],
       ['zip-slip ../', slip, /relative path|\.\./],
-      ['zip-slip a/../../', await zipOf([{ name: 'manifest.json', data: good }, { name: 'a/../../evil2.txt', data: 'evil' }]), /relative path|\.\./],
-      ['a symlink', await zipOf([{ name: 'manifest.json', data: good }, { name: 'link', symlinkTo: '/etc/passwd' }]), /symbolic link/],
-      ['a zip bomb', await zipOf([{ name: 'manifest.json', data: good }, { name: 'big.bin', data: Buffer.alloc(20 * 1024 ** 2) }]), /bomb/],
+      [
+        'zip-slip a/../../',
+        await zipOf([
+          { name: 'manifest.json', data: good },
+          { name: 'a/../../evil2.txt', data: 'evil' },
+        ]),
+        /relative path|\.\./,
+      ],
+      [
+        'a symlink',
+        await zipOf([
+          { name: 'manifest.json', data: good },
+          { name: 'link', symlinkTo: '/etc/passwd' },
+        ]),
+        /symbolic link/,
+      ],
+      [
+        'a zip bomb',
+        await zipOf([
+          { name: 'manifest.json', data: good },
+          { name: 'big.bin', data: Buffer.alloc(20 * 1024 ** 2) },
+        ]),
+        /bomb/,
+      ],
       ['an invalid name', () => zipOf([{ name: 'manifest.json', data: good }]).then((z) => upload(z, { name: 'bad name!' })), /name/],
       ['the name ..', () => zipOf([{ name: 'manifest.json', data: good }]).then((z) => upload(z, { name: '..' })), /name/],
       ['the name of a route', () => zipOf([{ name: 'manifest.json', data: good }]).then((z) => upload(z, { name: 'from_chrome_store' })), /name/],
@@ -227,11 +262,7 @@ describe('upload and metadata', () => {
         },
         /file/,
       ],
-      [
-        'JSON instead of a form',
-        () => d.api('POST', '/extensions', { file: 'x' }),
-        /multipart/,
-      ],
+      ['JSON instead of a form', () => d.api('POST', '/extensions', { file: 'x' }), /multipart/],
     ];
     const before = await stored();
     for (const [what, input, message] of cases) {
@@ -329,7 +360,12 @@ describe('sessions load them', () => {
   });
 
   test('a pool carries its extensions into every browser it makes; an unknown one is refused with 404', async () => {
-    const pool = await d.api('POST', '/browser_pools', { size: 1, headless: true, fill_rate_per_minute: 6000, extensions: [{ name: 'second-mark' }] });
+    const pool = await d.api('POST', '/browser_pools', {
+      size: 1,
+      headless: true,
+      fill_rate_per_minute: 6000,
+      extensions: [{ name: 'second-mark' }],
+    });
     assert.equal(pool.status, 200, pool.text);
     try {
       assert.deepEqual(pool.body.browser_pool_config.extensions, [{ name: 'second-mark' }]);
@@ -376,7 +412,10 @@ describe('clients', () => {
     assert.equal(ext.size_bytes, zip.length);
     const all = [];
     for await (const e of kernel.extensions.list({ limit: 1 })) all.push(e);
-    assert.ok(all.some((e) => e.id === ext.id), 'the paginated list finds it');
+    assert.ok(
+      all.some((e) => e.id === ext.id),
+      'the paginated list finds it',
+    );
     assert.deepEqual(await kernel.extensions.get('sdk-ext'), ext);
     assert.deepEqual(Buffer.from(await (await kernel.extensions.download(ext.id)).arrayBuffer()), zip);
 
@@ -425,7 +464,12 @@ describe('clients', () => {
     const out = join(scratch, 'cli-download.zip');
     const dl = await d.cli(['extensions', 'download', 'cli-ext', '-o', out]);
     assert.equal(dl.exitCode, 0, dl.stderr);
-    assert.equal(createHash('sha256').update(await readFile(out)).digest('hex'), ext.checksum);
+    assert.equal(
+      createHash('sha256')
+        .update(await readFile(out))
+        .digest('hex'),
+      ext.checksum,
+    );
 
     const created = await d.cli(['create', '--headless', '--extension', 'cli-ext', '--json']);
     assert.equal(created.exitCode, 0, created.stderr);

@@ -32,10 +32,14 @@ async function processesOf(d: TestDaemon, id: string, name: string): Promise<num
 
 /** Waits until the session has ended by itself and its teardown is done; none of its processes is left. */
 async function endedWithoutProcesses(d: TestDaemon, id: string): Promise<void> {
-  const ended = await waitFor(async () => {
-    const r = await d.api('GET', `/browsers/${id}?include_deleted=true`);
-    return r.body.deleted_at ? r : undefined;
-  }, 15_000, 'the session to end');
+  const ended = await waitFor(
+    async () => {
+      const r = await d.api('GET', `/browsers/${id}?include_deleted=true`);
+      return r.body.deleted_at ? r : undefined;
+    },
+    15_000,
+    'the session to end',
+  );
   assert.equal(ended?.status, 200);
   await tornDown(d, id);
   assert.deepEqual(await findMarkedProcesses(d.home, id), []);
@@ -149,12 +153,17 @@ describe('a client that goes away mid-upload', () => {
   /** Sends the headers and part of a body, then cuts the connection. */
   function cutUpload(path: string, headers: Record<string, string>, firstPart: Buffer): Promise<void> {
     return new Promise((resolve) => {
-      const req = request(`${d.baseUrl}${path}`, { method: path.includes('write_file') ? 'PUT' : 'POST', headers: { authorization: `Bearer ${d.apiKey}`, ...headers } });
+      const req = request(`${d.baseUrl}${path}`, {
+        method: path.includes('write_file') ? 'PUT' : 'POST',
+        headers: { authorization: `Bearer ${d.apiKey}`, ...headers },
+      });
       req.on('error', () => resolve());
-      req.write(firstPart, () => setTimeout(() => {
-        req.destroy();
-        resolve();
-      }, 300));
+      req.write(firstPart, () =>
+        setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, 300),
+      );
     });
   }
 
@@ -162,14 +171,28 @@ describe('a client that goes away mid-upload', () => {
     const s = (await d.api('POST', '/browsers', { headless: true })).body;
     try {
       const chunk = Buffer.alloc(2 * 1024 * 1024, 7);
-      await cutUpload(`/browsers/${s.session_id}/fs/write_file?path=${encodeURIComponent('/tmp/partial.bin')}`, { 'content-type': 'application/octet-stream', 'content-length': String(20 * chunk.length) }, chunk);
+      await cutUpload(
+        `/browsers/${s.session_id}/fs/write_file?path=${encodeURIComponent('/tmp/partial.bin')}`,
+        { 'content-type': 'application/octet-stream', 'content-length': String(20 * chunk.length) },
+        chunk,
+      );
       const boundary = 'cutcutcut';
-      const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="files[0][dest_path]"\r\n\r\n/tmp/up.bin\r\n--${boundary}\r\nContent-Disposition: form-data; name="files[0][file]"; filename="up.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-      await cutUpload(`/browsers/${s.session_id}/fs/upload`, { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 20 * chunk.length) }, Buffer.concat([head, chunk]));
-      const listing = await waitFor(async () => {
-        const files = (await d.api('GET', `/browsers/${s.session_id}/fs/list_files?path=/tmp`)).body as { name: string }[];
-        return files.some((f) => /partial|up\.bin|rbrowse-/.test(f.name)) ? undefined : files;
-      }, 10_000, 'no trace of the cut uploads in /tmp');
+      const head = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="files[0][dest_path]"\r\n\r\n/tmp/up.bin\r\n--${boundary}\r\nContent-Disposition: form-data; name="files[0][file]"; filename="up.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      );
+      await cutUpload(
+        `/browsers/${s.session_id}/fs/upload`,
+        { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + 20 * chunk.length) },
+        Buffer.concat([head, chunk]),
+      );
+      const listing = await waitFor(
+        async () => {
+          const files = (await d.api('GET', `/browsers/${s.session_id}/fs/list_files?path=/tmp`)).body as { name: string }[];
+          return files.some((f) => /partial|up\.bin|rbrowse-/.test(f.name)) ? undefined : files;
+        },
+        10_000,
+        'no trace of the cut uploads in /tmp',
+      );
       assert.ok(listing);
       const running = [];
       for (const pid of await findMarkedProcesses(d.home, s.session_id)) if ((await comm(pid)) === 'cat') running.push(pid);
@@ -192,12 +215,23 @@ describe('the daemon killed under load', () => {
     await d?.stop();
   });
 
-  test('kill -9 while sessions run, a pool fills, an invocation runs and creates and reads are in flight: the restart finds a parsable state, no orphan, a refilled pool, the invocation failed', { timeout: 300_000 }, async () => {
+  test('kill -9 while sessions run, a pool fills, an invocation runs and creates and reads are in flight: the restart finds a parsable state, no orphan, a refilled pool, the invocation failed', {
+    timeout: 300_000,
+  }, async () => {
     const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, timeout: 180_000 });
     await deployFixtureApp(kernel, 'sample');
-    const running = await kernel.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'sleep', payload: '{"ms":600000}', async: true });
+    const running = await kernel.invocations.create({
+      app_name: 'sample',
+      version: 'latest',
+      action_name: 'sleep',
+      payload: '{"ms":600000}',
+      async: true,
+    });
     await waitFor(async () => (await kernel.invocations.retrieve(running.id)).status === 'running', 60_000, 'the invocation to run');
-    const sessions = await Promise.all([d.api('POST', '/browsers', { headless: true }), d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })]);
+    const sessions = await Promise.all([
+      d.api('POST', '/browsers', { headless: true }),
+      d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } }),
+    ]);
     const pool = (await d.api('POST', '/browser_pools', { name: 'faulty', size: 1, headless: true })).body;
     assert.ok(pool.id, JSON.stringify(pool));
     // Load that is still under way when the daemon dies.
@@ -218,7 +252,10 @@ describe('the daemon killed under load', () => {
     await killDaemonHard(d);
     stop = true;
     const answers = await load;
-    assert.ok(answers.every((s) => s < 500), `no 5xx before the kill: ${answers}`);
+    assert.ok(
+      answers.every((s) => s < 500),
+      `no 5xx before the kill: ${answers}`,
+    );
     JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
 
     const started = await d.cli(['daemon', 'start']);
@@ -234,7 +271,10 @@ describe('the daemon killed under load', () => {
     assert.match(invocation.status_reason, /daemon stopped/);
     assert.deepEqual(await findMarkedProcesses(d.home, `invocation-${running.id}`), [], 'the action was killed');
     const live = (await d.api('GET', '/browsers')).body as { session_id: string; pool?: unknown }[];
-    assert.ok(live.every((s) => s.pool), `only the pool's new browser runs: ${JSON.stringify(live.map((s) => s.session_id))}`);
+    assert.ok(
+      live.every((s) => s.pool),
+      `only the pool's new browser runs: ${JSON.stringify(live.map((s) => s.session_id))}`,
+    );
     await waitFor(async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1, 60_000, 'the pool to refill');
     const fresh = await d.api('POST', '/browsers', { headless: true });
     assert.equal(fresh.status, 200);
@@ -315,7 +355,10 @@ describe('a full disk', () => {
     assert.ok(s.session_id && other.session_id, JSON.stringify(s));
     const hostFree = statfsSync('/').bavail * statfsSync('/').bsize;
     // Its code writes until the disk is full: 64 MiB asked, its 32 MiB given.
-    const dd = await api('POST', `/browsers/${s.session_id}/process/exec`, { command: 'sh', args: ['-c', 'dd if=/dev/zero of=/home/kernel/fill bs=1M count=64 2>&1; df -k /home/kernel | tail -1'] });
+    const dd = await api('POST', `/browsers/${s.session_id}/process/exec`, {
+      command: 'sh',
+      args: ['-c', 'dd if=/dev/zero of=/home/kernel/fill bs=1M count=64 2>&1; df -k /home/kernel | tail -1'],
+    });
     assert.match(Buffer.from(dd.body.stdout_b64, 'base64').toString(), /No space left on device/);
     const used = Number(Buffer.from(dd.body.stdout_b64, 'base64').toString().trim().split('\n').pop()!.split(/\s+/)[2]);
     assert.ok(used <= 33 * 1024, `at most its 32 MiB, ${used} KiB`);

@@ -144,8 +144,13 @@ describe('the front door', () => {
       assert.ok(opened > MAX_CONNECTIONS * 3, `the flood reconnected (${opened} opened)`);
       // Its places are free again: a burst of new connections from the same address is served.
       await waitFor(async () => (await connections()).open < 10, 10_000, 'the flood to be gone');
-      const burst = await Promise.all(Array.from({ length: MAX_CONNECTIONS - 8 }, () => rawExchange('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')));
-      assert.ok(burst.every((r) => r.reply.startsWith('HTTP/1.1 200 ')), burst.map((r) => r.reply.slice(0, 12)).join());
+      const burst = await Promise.all(
+        Array.from({ length: MAX_CONNECTIONS - 8 }, () => rawExchange('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')),
+      );
+      assert.ok(
+        burst.every((r) => r.reply.startsWith('HTTP/1.1 200 ')),
+        burst.map((r) => r.reply.slice(0, 12)).join(),
+      );
       await d.api('DELETE', `/browsers/${s.id}`);
     }
   });
@@ -264,7 +269,7 @@ describe('the front door', () => {
         ws.once('open', () => ws.send(JSON.stringify({ id: 1, method: 'session.status', params: {} })));
         ws.on('message', (m) => {
           const msg = JSON.parse(String(m));
-          if (msg.id === 1) (resolve(msg), ws.close());
+          if (msg.id === 1) resolve(msg), ws.close();
         });
         ws.once('error', reject);
       });
@@ -370,7 +375,12 @@ describe('the live view', () => {
       assert.match(pageRes.headers.get('content-security-policy') ?? '', /frame-ancestors 'self' http:\/\/localhost:\*/);
 
       const ws = (jwt: string, extra = '') => `ws://127.0.0.1:${port}/browser/live/ws?jwt=${encodeURIComponent(jwt)}${extra}`;
-      const path: [number, number][] = [[300, 300], [320, 330], [340, 360], [360, 390]];
+      const path: [number, number][] = [
+        [300, 300],
+        [320, 330],
+        [340, 360],
+        [360, 390],
+      ];
       await rfbMoves(ws(viewJwt), path);
       await rfbMoves(ws(liveJwt, '&readOnly=true'), path);
       assert.equal(await moves(), 0, 'a read-only viewer moved the pointer');

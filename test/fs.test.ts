@@ -107,7 +107,10 @@ describe('filesystem inside a session', () => {
       const res = await fs(id, op, body);
       assert.equal(res.status, 400, `${op} ${JSON.stringify(body)}: ${res.text}`);
       assert.equal(res.body.code, 'bad_request');
-      assert.ok(res.body.details.some((x: any) => x.message.startsWith(field)), `${field} named: ${res.text}`);
+      assert.ok(
+        res.body.details.some((x: any) => x.message.startsWith(field)),
+        `${field} named: ${res.text}`,
+      );
     }
     assert.equal((await d.api('GET', `/browsers/${id}/fs/list_files?path=tmp`)).status, 400);
     await d.api('DELETE', `/browsers/${id}`);
@@ -189,7 +192,10 @@ describe('filesystem inside a session', () => {
     // Race: the page flips a path between a directory and a link to session b while writes go on.
     const flipper = await d.api('POST', `/browsers/${a}/process/spawn`, {
       command: 'sh',
-      args: ['-c', `while :; do rm -rf /home/kernel/race; mkdir /home/kernel/race; rm -rf /home/kernel/race; ln -s '${bHome}' /home/kernel/race; done`],
+      args: [
+        '-c',
+        `while :; do rm -rf /home/kernel/race; mkdir /home/kernel/race; rm -rf /home/kernel/race; ln -s '${bHome}' /home/kernel/race; done`,
+      ],
     });
     assert.equal(flipper.status, 200, flipper.text);
     try {
@@ -197,7 +203,11 @@ describe('filesystem inside a session', () => {
     } finally {
       await d.api('POST', `/browsers/${a}/process/${flipper.body.process_id}/kill`, { signal: 'KILL' });
     }
-    assert.deepEqual((await readdir(bHome)).filter((f) => f.startsWith('raced-')), [], 'nothing landed in b');
+    assert.deepEqual(
+      (await readdir(bHome)).filter((f) => f.startsWith('raced-')),
+      [],
+      'nothing landed in b',
+    );
     await d.api('DELETE', `/browsers/${a}`);
     await d.api('DELETE', `/browsers/${b}`);
   });
@@ -215,7 +225,10 @@ describe('filesystem inside a session', () => {
     assert.equal((await info(id, '/home/kernel/up/deeper/b.bin')).body.size_bytes, 200_000);
     // No temporary upload files are left behind in the session.
     const tmp = (await d.api('GET', `/browsers/${id}/fs/list_files?${q('/tmp')}`)).body.map((f: any) => f.name);
-    assert.deepEqual(tmp.filter((n: string) => n.startsWith('.rbrowse-upload')), []);
+    assert.deepEqual(
+      tmp.filter((n: string) => n.startsWith('.rbrowse-upload')),
+      [],
+    );
 
     const noDest = new FormData();
     noDest.append('files[0][file]', new Blob(['x']), 'x.txt');
@@ -243,7 +256,9 @@ describe('filesystem inside a session', () => {
     const id = await session();
     try {
       const exec = (script: string) => d.api('POST', `/browsers/${id}/process/exec`, { command: 'sh', args: ['-c', script] });
-      await exec('mkdir -p /home/kernel/z/in && echo hidden > /home/kernel/z/secret && chmod 000 /home/kernel/z/secret && echo ok > /home/kernel/z/in/ok.txt && ln -s /etc/passwd /home/kernel/z/in/link');
+      await exec(
+        'mkdir -p /home/kernel/z/in && echo hidden > /home/kernel/z/secret && chmod 000 /home/kernel/z/secret && echo ok > /home/kernel/z/in/ok.txt && ln -s /etc/passwd /home/kernel/z/in/link',
+      );
       const started = Date.now();
       const unreadable = await read(id, '/home/kernel/z/secret');
       assert.equal(unreadable.status, 403, unreadable.text);
@@ -252,7 +267,8 @@ describe('filesystem inside a session', () => {
       // Control: a readable file beside it reads.
       assert.deepEqual(await read(id, '/home/kernel/z/in/ok.txt'), { status: 200, text: 'ok\n' });
 
-      const zipOfDir = (path: string) => fetch(`${d.baseUrl}/browsers/${id}/fs/download_dir_zip?${q(path)}`, { headers: { authorization: `Bearer ${d.apiKey}` } });
+      const zipOfDir = (path: string) =>
+        fetch(`${d.baseUrl}/browsers/${id}/fs/download_dir_zip?${q(path)}`, { headers: { authorization: `Bearer ${d.apiKey}` } });
       const broken = await zipOfDir('/home/kernel/z');
       assert.equal(broken.status, 403, 'a zip holding an unreadable file is refused, not cut short');
       assert.equal((await broken.json()).code, 'forbidden');
@@ -281,7 +297,10 @@ describe('filesystem inside a session', () => {
     assert.equal((await read(id, '/home/kernel/unzipped/dir/inner.txt')).text, 'inner');
     assert.equal((await info(id, '/home/kernel/unzipped/dir/empty')).body.is_dir, true);
     // Into an existing directory, over what is there.
-    await kernel.browsers.fs.uploadZip(id, { dest_path: '/home/kernel/unzipped', zip_file: await toFile(await zipOf([{ name: 'top.txt', data: 'again' }]), 'b.zip') });
+    await kernel.browsers.fs.uploadZip(id, {
+      dest_path: '/home/kernel/unzipped',
+      zip_file: await toFile(await zipOf([{ name: 'top.txt', data: 'again' }]), 'b.zip'),
+    });
     assert.equal((await read(id, '/home/kernel/unzipped/top.txt')).text, 'again');
 
     // A symlink the page planted at the destination still lands inside the session.
@@ -313,13 +332,23 @@ describe('filesystem inside a session', () => {
     }
     assert.equal((await info(id, '/tmp/bad')).status, 404, 'nothing of a refused zip was written');
     assert.equal((await info(id, '/tmp/evil.txt')).status, 404);
-    for (const [form, field] of [[formOf(zip, 'relative/path'), 'dest_path'], [formOf(undefined, '/tmp/x'), 'zip_file']] as const) {
-      const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload_zip`, { method: 'POST', headers: { authorization: `Bearer ${d.apiKey}` }, body: form });
+    for (const [form, field] of [
+      [formOf(zip, 'relative/path'), 'dest_path'],
+      [formOf(undefined, '/tmp/x'), 'zip_file'],
+    ] as const) {
+      const res = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload_zip`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${d.apiKey}` },
+        body: form,
+      });
       assert.equal(res.status, 400);
       assert.match(JSON.stringify(await res.json()), new RegExp(field));
     }
     // The staging directories on the daemon's side are gone.
-    assert.deepEqual(readdirSync(join(d.home, 'sessions', id)).filter((n) => n.startsWith('upload-zip-')), []);
+    assert.deepEqual(
+      readdirSync(join(d.home, 'sessions', id)).filter((n) => n.startsWith('upload-zip-')),
+      [],
+    );
 
     const cli = await d.cli(['fs', 'upload-zip', id, await zipFile(zip), '/tmp/from-cli']);
     assert.equal(cli.exitCode, 0, cli.stderr);
@@ -341,10 +370,19 @@ describe('filesystem inside a session', () => {
     const reading = (async () => {
       for await (const ev of stream as AsyncIterable<any>) seen.push(ev);
     })();
-    const has = (type: string, path: string, isDir = false) => () => seen.some((e) => e.type === type && e.path === path && e.is_dir === isDir);
+    const has =
+      (type: string, path: string, isDir = false) =>
+      () =>
+        seen.some((e) => e.type === type && e.path === path && e.is_dir === isDir);
     await waitFor(has('CREATE', '/home/kernel/watched/api.txt'), 10_000, 'the API write');
     // At once, in one go: what is made in a new directory before inotify watches it is found too.
-    await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'mkdir -p /home/kernel/watched/sub/deeper && echo x > /home/kernel/watched/sub/proc.txt && echo y > /home/kernel/watched/sub/deeper/d.txt'] });
+    await kernel.browsers.process.exec(id, {
+      command: 'sh',
+      args: [
+        '-c',
+        'mkdir -p /home/kernel/watched/sub/deeper && echo x > /home/kernel/watched/sub/proc.txt && echo y > /home/kernel/watched/sub/deeper/d.txt',
+      ],
+    });
     await waitFor(has('CREATE', '/home/kernel/watched/sub', true), 10_000, 'the new directory');
     await waitFor(has('CREATE', '/home/kernel/watched/sub/proc.txt'), 10_000, 'a file written by a process in it (recursion)');
     await waitFor(has('CREATE', '/home/kernel/watched/sub/deeper/d.txt'), 10_000, 'a file two new directories down');
@@ -358,7 +396,11 @@ describe('filesystem inside a session', () => {
     await waitFor(has('DELETE', '/home/kernel/watched/moved.txt'), 10_000, 'the delete');
     // Made again at once: a new CREATE, not taken for the one before.
     await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'echo again > /home/kernel/watched/moved.txt'] });
-    await waitFor(() => seen.filter((e) => e.type === 'CREATE' && e.path === '/home/kernel/watched/moved.txt').length === 2, 10_000, 'the second CREATE');
+    await waitFor(
+      () => seen.filter((e) => e.type === 'CREATE' && e.path === '/home/kernel/watched/moved.txt').length === 2,
+      10_000,
+      'the second CREATE',
+    );
     const ev = seen.find((e) => e.path === '/home/kernel/watched/api.txt');
     assert.deepEqual(Object.keys(ev).sort(), ['event', 'is_dir', 'name', 'path', 'type']);
     assert.equal(ev.name, 'api.txt');
@@ -394,10 +436,14 @@ describe('filesystem inside a session', () => {
         const cdp = await browser.newBrowserCDPSession();
         await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: '/home/kernel/Downloads' });
         await page.click('#download');
-        const listed = await waitFor(async () => {
-          const files = (await d.api('GET', `/browsers/${id}/fs/list_files?${q('/home/kernel/Downloads')}`)).body;
-          return files.find((f: any) => f.name === 'report.txt' && f.size_bytes > 0);
-        }, 15_000, 'the download to appear');
+        const listed = await waitFor(
+          async () => {
+            const files = (await d.api('GET', `/browsers/${id}/fs/list_files?${q('/home/kernel/Downloads')}`)).body;
+            return files.find((f: any) => f.name === 'report.txt' && f.size_bytes > 0);
+          },
+          15_000,
+          'the download to appear',
+        );
         assert.equal(listed.path, '/home/kernel/Downloads/report.txt');
         assert.equal((await read(id, '/home/kernel/Downloads/report.txt')).text, 'quarterly numbers\n');
 

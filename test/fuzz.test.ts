@@ -50,7 +50,23 @@ function operations(doc: Schema): Operation[] {
 }
 
 const weird = fc.oneof(
-  fc.constantFrom('', '-1', '0', '1e309', 'NaN', 'true', 'null', '[]', '{}', '%ZZ', '../../etc/passwd', '/home/kernel/../../root', '\u0000', 'ü\ud800', ' '),
+  fc.constantFrom(
+    '',
+    '-1',
+    '0',
+    '1e309',
+    'NaN',
+    'true',
+    'null',
+    '[]',
+    '{}',
+    '%ZZ',
+    '../../etc/passwd',
+    '/home/kernel/../../root',
+    '\u0000',
+    'ü\ud800',
+    ' ',
+  ),
   fc.string({ maxLength: 40 }),
   fc.string({ minLength: 3000, maxLength: 6000 }),
   fc.integer().map(String),
@@ -107,11 +123,16 @@ const requestFor = (op: Operation, doc: Schema) =>
         const key = keys.length ? keys[Math.abs(k.length * 7919) % keys.length]! : k || 'x';
         return { kind: 'json' as const, value: JSON.stringify({ ...(base as object), [key]: v }) };
       }),
-      fc.tuple(fc.string({ maxLength: 12 }), wrongValue).map(([k, v]) => ({ kind: 'json' as const, value: JSON.stringify({ ...(plausible(op.body?.schema, doc) as object), [`unknown_${k}`]: v }) })),
+      fc
+        .tuple(fc.string({ maxLength: 12 }), wrongValue)
+        .map(([k, v]) => ({ kind: 'json' as const, value: JSON.stringify({ ...(plausible(op.body?.schema, doc) as object), [`unknown_${k}`]: v }) })),
       wrongValue.map((v) => ({ kind: 'json' as const, value: JSON.stringify(v) ?? 'null' })),
       fc.constantFrom('{"a":', '[', '{"x":1}}', '\u0000', '').map((value) => ({ kind: 'json' as const, value })),
       fc.string({ maxLength: 200 }).map((value) => ({ kind: 'text' as const, value })),
-      fc.string({ maxLength: 200 }).map((value) => ({ kind: 'multipart' as const, value: `--b\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\n${value}\r\n--b--\r\n` })),
+      fc.string({ maxLength: 200 }).map((value) => ({
+        kind: 'multipart' as const,
+        value: `--b\r\nContent-Disposition: form-data; name="file"; filename="a.zip"\r\n\r\n${value}\r\n--b--\r\n`,
+      })),
       fc.constant({ kind: 'none' as const, value: '' }),
     ),
   });
@@ -179,12 +200,24 @@ test(`every route of /openapi.json, fuzzed (seed ${SEED}): no 5xx, no hang, an e
 
 test('write_file with a valid path and mutated query, headers and body (the fuzzer found 500s here): no 5xx, an error body on every 4xx', async () => {
   const modes = [undefined, '', '0', '644', '0644', '777', '999', 'abc', '-1', '1e309', '0o644', '\u0000'];
-  const types = [undefined, 'application/octet-stream', 'application/json', 'text/plain', 'multipart/form-data', 'application/x-www-form-urlencoded', '*/*'];
+  const types = [
+    undefined,
+    'application/octet-stream',
+    'application/json',
+    'text/plain',
+    'multipart/form-data',
+    'application/x-www-form-urlencoded',
+    '*/*',
+  ];
   const bodies = [Buffer.alloc(0), Buffer.from('{"a":1}'), Buffer.from([0xff, 0xfe, 0x00, 0x01]), Buffer.alloc(64 * 1024, 0x41)];
   let served = 0;
   // A session of its own: the fuzzer's requests above may have ended the shared one.
   // (one launch at a time here: a create is retried while another is refused with 429)
-  const target = await waitFor(async () => (await d.api('POST', '/browsers', { headless: true })).body.session_id as string | undefined, 60_000, 'a session to fuzz');
+  const target = await waitFor(
+    async () => (await d.api('POST', '/browsers', { headless: true })).body.session_id as string | undefined,
+    60_000,
+    'a session to fuzz',
+  );
   for (let i = 0; i < 60; i++) {
     const query = new URLSearchParams({ path: `/tmp/fuzz-${i}.txt` });
     const mode = modes[i % modes.length];
@@ -193,7 +226,12 @@ test('write_file with a valid path and mutated query, headers and body (the fuzz
     const headers: Record<string, string> = { authorization: `Bearer ${d.apiKey}` };
     const type = types[i % types.length];
     if (type) headers['content-type'] = type;
-    const res = await fetch(`${d.baseUrl}/browsers/${target}/fs/write_file?${query}`, { method: 'PUT', headers, body: bodies[i % bodies.length], signal: AbortSignal.timeout(ANSWER_MS) });
+    const res = await fetch(`${d.baseUrl}/browsers/${target}/fs/write_file?${query}`, {
+      method: 'PUT',
+      headers,
+      body: bodies[i % bodies.length],
+      signal: AbortSignal.timeout(ANSWER_MS),
+    });
     const text = await res.text();
     const what = `mode=${mode} type=${type} body#${i % bodies.length}`;
     assert.ok(res.status < 500, `${res.status} for ${what}: ${text.slice(0, 300)}`);

@@ -100,7 +100,10 @@ describe('admission control (daemon)', () => {
     assert.equal((await d.api('GET', '/health', undefined, null)).body.launches.limit, 1);
     const answers = await Promise.all(Array.from({ length: 5 }, () => d.api('POST', '/browsers', { headless: true })));
     const statuses = answers.map((r) => r.status).sort();
-    assert.ok(statuses.every((s) => s === 200 || s === 429), `only 200 and 429: ${statuses}`);
+    assert.ok(
+      statuses.every((s) => s === 200 || s === 429),
+      `only 200 and 429: ${statuses}`,
+    );
     const ok = answers.filter((r) => r.status === 200);
     const refused = answers.filter((r) => r.status === 429);
     assert.ok(ok.length >= 2, `the running launch and the queued one start (${ok.length})`);
@@ -159,7 +162,10 @@ describe('state that survives', () => {
     d.baseUrl = started.stdout.trim();
     const profiles = await d.api('GET', '/profiles');
     assert.equal(profiles.status, 200, 'the API key still works');
-    assert.ok(profiles.body.some((p: any) => p.id === profile.id), 'the profile record survived');
+    assert.ok(
+      profiles.body.some((p: any) => p.id === profile.id),
+      'the profile record survived',
+    );
     const kept = (await readdir(d.home)).filter((f) => f.startsWith('state.json.unreadable-'));
     assert.equal(kept.length, 1, 'the unreadable file is kept');
     const doctor = await d.cli(['doctor', '--json']);
@@ -199,13 +205,24 @@ describe('history retention (logic)', () => {
       await h.put({ id: 'old', t: Date.now() - 8 * day });
       assert.equal(h.get('old'), undefined, 'older than the age limit: dropped at once');
       for (const id of ['a', 'b', 'c', 'd']) await h.put({ id, t: Date.now() });
-      assert.deepEqual(h.all().map((r) => r.id), ['b', 'c', 'd'], 'the newest 3');
+      assert.deepEqual(
+        h.all().map((r) => r.id),
+        ['b', 'c', 'd'],
+        'the newest 3',
+      );
       await h.put({ id: 'c', t: Date.now(), v: 2 });
       assert.equal(h.get('c')?.v, 2, 'a record written again: the last version wins');
       await h.close();
       await appendFile(file, '{"id":"torn","t":');
       const again = await History.open<{ id: string; t: number; v?: number }>(file, retention, at);
-      assert.deepEqual(again.all().map((r) => [r.id, r.v]), [['b', undefined], ['d', undefined], ['c', 2]]);
+      assert.deepEqual(
+        again.all().map((r) => [r.id, r.v]),
+        [
+          ['b', undefined],
+          ['d', undefined],
+          ['c', 2],
+        ],
+      );
       assert.equal((await readFile(file, 'utf8')).trim().split('\n').length, 3, 'the file is compacted to what is kept');
       assert.equal((await stat(file)).mode & 0o777, 0o600);
       await again.close();
@@ -227,10 +244,13 @@ describe('a failed state write (logic)', () => {
       const a = things()[0]!;
 
       // A change that throws is undone too.
-      await assert.rejects(store.update(() => {
-        a.name = 'half';
-        throw new Error('refused');
-      }), /refused/);
+      await assert.rejects(
+        store.update(() => {
+          a.name = 'half';
+          throw new Error('refused');
+        }),
+        /refused/,
+      );
       assert.equal(a.name, 'first');
 
       // The directory gone: every write fails (a real fault, as root ignores permissions).
@@ -297,8 +317,13 @@ describe("Chromium's sandbox off, by choice", () => {
     assert.match(doctor.fix, /unset RBROWSE_CHROMIUM_SANDBOX/);
     const s = (await d.api('POST', '/browsers', { headless: true })).body;
     try {
-      const args = await Promise.all((await findMarkedProcesses(d.home, s.session_id)).map(async (pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
-      assert.ok(args.some((a) => a.split('\0').includes('--no-sandbox')), 'the browser runs with --no-sandbox');
+      const args = await Promise.all(
+        (await findMarkedProcesses(d.home, s.session_id)).map(async (pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
+      );
+      assert.ok(
+        args.some((a) => a.split('\0').includes('--no-sandbox')),
+        'the browser runs with --no-sandbox',
+      );
     } finally {
       await d.api('DELETE', `/browsers/${s.session_id}`);
       await tornDown(d, s.session_id);
@@ -334,10 +359,14 @@ describe("Chromium's own sandbox", () => {
           return found;
         };
         // The page's renderer may start just after the create answers.
-        const browsers = await waitFor(async () => {
-          const found = await scan();
-          return found.some((b) => b.args.includes('--type=renderer')) ? found : null;
-        }, 15_000, 'a renderer of the session') as Awaited<ReturnType<typeof scan>>;
+        const browsers = (await waitFor(
+          async () => {
+            const found = await scan();
+            return found.some((b) => b.args.includes('--type=renderer')) ? found : null;
+          },
+          15_000,
+          'a renderer of the session',
+        )) as Awaited<ReturnType<typeof scan>>;
         assert.ok(browsers.length >= 2, `the browser and its children (${browsers.length})`);
         for (const b of browsers) {
           assert.ok(!b.args.includes('--no-sandbox'), `no --no-sandbox in ${b.args.join(' ').slice(0, 200)}`);
@@ -348,7 +377,11 @@ describe("Chromium's own sandbox", () => {
         assert.ok(renderers.length >= 1, 'a renderer runs');
         // A renderer just forked from the zygote starts its seccomp-bpf sandbox a moment later.
         for (const r of renderers) {
-          const filtered = await waitFor(async () => /^Seccomp:\s+2$/m.test(await status(r.pid)) || !(await status(r.pid)), 10_000, `renderer ${r.pid} under seccomp`);
+          const filtered = await waitFor(
+            async () => /^Seccomp:\s+2$/m.test(await status(r.pid)) || !(await status(r.pid)),
+            10_000,
+            `renderer ${r.pid} under seccomp`,
+          );
           assert.ok(filtered, 'renderers are under seccomp-bpf');
         }
         // The filesystem API acts as the same user: what it writes, the browser may write too.

@@ -151,7 +151,10 @@ describe('invocations', () => {
     assert.equal(noPayload.output, undefined, 'undefined returned: no output');
 
     const thrown = await kernel.invocations.create({
-      app_name: 'sample', version: 'latest', action_name: 'throw', payload: JSON.stringify({ message: 'boom on purpose' }),
+      app_name: 'sample',
+      version: 'latest',
+      action_name: 'throw',
+      payload: JSON.stringify({ message: 'boom on purpose' }),
     });
     assert.equal(thrown.status, 'failed');
     assert.equal(thrown.status_reason, 'boom on purpose');
@@ -183,7 +186,10 @@ describe('invocations', () => {
     assert.equal((await d.api('GET', '/invocations', undefined, key)).status, 401, 'the key is revoked when the invocation ends');
 
     const titled = await kernel.invocations.create({
-      app_name: 'sample', version: 'latest', action_name: 'browser-title', payload: JSON.stringify({ url: `${pages.url}/hello.html` }),
+      app_name: 'sample',
+      version: 'latest',
+      action_name: 'browser-title',
+      payload: JSON.stringify({ url: `${pages.url}/hello.html` }),
     });
     assert.equal(titled.status, 'succeeded', titled.status_reason);
     const { title, session_id } = JSON.parse(titled.output!);
@@ -276,7 +282,12 @@ describe('invocations', () => {
     await waitFor(() => pids, 60_000, 'the action to log its pids');
     // Its pids are its box's; on the host its processes are found below the box's bubblewrap.
     const node = async () => {
-      const all = await Promise.all((await childPids(d, res.body.id)).map(async (p) => ({ p, cmd: (await readFile(`/proc/${p}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ') })));
+      const all = await Promise.all(
+        (await childPids(d, res.body.id)).map(async (p) => ({
+          p,
+          cmd: (await readFile(`/proc/${p}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' '),
+        })),
+      );
       return all.filter((x) => x.cmd.includes('harness.mjs run') || x.cmd.startsWith('sleep 1000')).map((x) => x.p);
     };
     const running = await node();
@@ -297,8 +308,11 @@ describe('invocations', () => {
     assert.equal(first.status, 200, first.text);
     assert.equal(first.body.invocation_id, id);
     const listed = await kernel.invocations.listBrowsers(id);
-    assert.deepEqual(listed.browsers.map((b) => b.session_id), [first.body.session_id]);
-    assert.deepEqual((await other.invocations.listBrowsers(id).catch((e) => e.status)), 404);
+    assert.deepEqual(
+      listed.browsers.map((b) => b.session_id),
+      [first.body.session_id],
+    );
+    assert.deepEqual(await other.invocations.listBrowsers(id).catch((e) => e.status), 404);
 
     assert.equal((await d.api('DELETE', `/invocations/${id}/browsers`, undefined, otherKey)).status, 404);
     assert.equal((await d.api('GET', `/browsers/${first.body.session_id}`)).status, 200, 'another org cannot end them');
@@ -334,7 +348,10 @@ describe('invocations', () => {
     const seen = await followAll(kernel, short.body.id);
     assert.equal(seen.final.status, 'succeeded');
     assert.equal((await d.api('GET', `/browsers/${tied.body.session_id}`)).status, 200, 'alive after the success');
-    assert.deepEqual((await kernel.invocations.listBrowsers(short.body.id)).browsers.map((b) => b.session_id), [tied.body.session_id]);
+    assert.deepEqual(
+      (await kernel.invocations.listBrowsers(short.body.id)).browsers.map((b) => b.session_id),
+      [tied.body.session_id],
+    );
     assert.equal((await d.api('POST', '/browsers', { headless: true, invocation_id: short.body.id })).status, 409, 'but it takes no new ones');
     assert.equal((await d.api('DELETE', `/invocations/${short.body.id}/browsers`)).status, 204);
     assert.ok((await d.api('GET', `/browsers/${tied.body.session_id}?include_deleted=true`)).body.deleted_at);
@@ -352,10 +369,14 @@ describe('invocations', () => {
     const crash = async (action: string) => {
       const created = await kernel.invocations.create({ app_name: 'crash', version: 'latest', action_name: action });
       if (created.status !== 'queued' && created.status !== 'running') return created;
-      const ended = await waitFor(async () => {
-        const now = await kernel.invocations.retrieve(created.id);
-        return now.status === 'queued' || now.status === 'running' ? undefined : now;
-      }, 120_000, `the ${action} invocation to end`);
+      const ended = await waitFor(
+        async () => {
+          const now = await kernel.invocations.retrieve(created.id);
+          return now.status === 'queued' || now.status === 'running' ? undefined : now;
+        },
+        120_000,
+        `the ${action} invocation to end`,
+      );
       return ended!;
     };
     const exited = await crash('exit');
@@ -388,7 +409,11 @@ describe('invocations', () => {
     const b = await kernel.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'echo', payload: '2' });
     const page = await d.api('GET', '/invocations?action_name=echo&limit=1');
     assert.equal(page.status, 200);
-    assert.deepEqual(page.body.map((i: any) => i.id), [b.id], 'newest first');
+    assert.deepEqual(
+      page.body.map((i: any) => i.id),
+      [b.id],
+      'newest first',
+    );
     assert.equal(page.headers.get('x-has-more'), 'true');
     assert.equal(page.headers.get('x-next-offset'), '1');
     assert.equal((await d.api('GET', '/invocations?action_name=echo&limit=1&offset=1')).body[0].id, a.id);
@@ -457,7 +482,12 @@ describe('invocations', () => {
     const events = await d.cli(['invocations', 'events', id, '--json']);
     assert.equal(events.exitCode, 0, events.stderr);
     assert.deepEqual(
-      events.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.event === 'invocation_state').map((e) => e.invocation.status),
+      events.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .filter((e) => e.event === 'invocation_state')
+        .map((e) => e.invocation.status),
       ['queued', 'running', 'succeeded'],
     );
     const updated = await d.cli(['invocations', 'update', id, '--status', 'failed', '--output', '"x"', '--json']);
@@ -502,7 +532,9 @@ describe('invocations', () => {
     assert.deepEqual((await followAll(k, res.body.id)).states, ['failed']);
   });
 
-  test('after a kill -9 of the daemon, the orphaned action ends with its box and the restart fails its invocation', { timeout: 180_000 }, async () => {
+  test('after a kill -9 of the daemon, the orphaned action ends with its box and the restart fails its invocation', {
+    timeout: 180_000,
+  }, async () => {
     const res = await invoke('env', { async: true, payload: '{"name":"KERNEL_API_KEY"}' });
     await waitFor(async () => (await d.api('GET', `/invocations/${res.body.id}`)).body.status === 'succeeded', 60_000, 'env');
     const hanging = await invoke('sleep', { async: true, payload: '{"ms":600000}' });

@@ -68,15 +68,23 @@ function bidiSession(url: string): Promise<void> {
 
 async function round(kernel: Kernel): Promise<void> {
   const telemetry = { enabled: true, browser: { console: { enabled: true }, network: { enabled: true }, page: { enabled: true } } };
-  const created = await Promise.all(Array.from({ length: 3 }, (_, i) => d.api('POST', '/browsers', { headless: true, ...(i === 2 ? { telemetry } : {}) })));
+  const created = await Promise.all(
+    Array.from({ length: 3 }, (_, i) => d.api('POST', '/browsers', { headless: true, ...(i === 2 ? { telemetry } : {}) })),
+  );
   for (const s of created) await cdpRoundTrip(s.body.cdp_ws_url);
   await bidiSession(created[1]!.body.webdriver_ws_url);
   // Curls through kept hidden pages, concurrent ones included; a telemetry stream opened and dropped.
   const watched = created[2]!.body.session_id;
   const curls = await Promise.all(Array.from({ length: 6 }, () => d.api('POST', `/browsers/${watched}/curl`, { url: `${d.baseUrl}/health` })));
-  assert.ok(curls.every((c) => c.status === 200), curls.map((c) => c.text).join('; '));
+  assert.ok(
+    curls.every((c) => c.status === 200),
+    curls.map((c) => c.text).join('; '),
+  );
   const streamAbort = new AbortController();
-  const stream = await fetch(`${d.baseUrl}/browsers/${watched}/telemetry/stream?replay=all`, { headers: { authorization: `Bearer ${d.apiKey}` }, signal: streamAbort.signal });
+  const stream = await fetch(`${d.baseUrl}/browsers/${watched}/telemetry/stream?replay=all`, {
+    headers: { authorization: `Bearer ${d.apiKey}` },
+    signal: streamAbort.signal,
+  });
   assert.equal(stream.status, 200);
   streamAbort.abort();
   // A restart in place (a profile attached): the old browser, its clients and monitor go.
@@ -101,7 +109,9 @@ async function round(kernel: Kernel): Promise<void> {
   form.append('files[0][file]', new Blob(['hello']), 'uploaded.txt');
   const up = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload`, { method: 'POST', headers: { authorization: `Bearer ${d.apiKey}` }, body: form });
   assert.equal(up.status, 204, await up.text());
-  const read = await fetch(`${d.baseUrl}/browsers/${id}/fs/read_file?path=${encodeURIComponent('/tmp/blob')}`, { headers: { authorization: `Bearer ${d.apiKey}` } });
+  const read = await fetch(`${d.baseUrl}/browsers/${id}/fs/read_file?path=${encodeURIComponent('/tmp/blob')}`, {
+    headers: { authorization: `Bearer ${d.apiKey}` },
+  });
   assert.equal((await read.arrayBuffer()).byteLength, 1024 * 1024);
   // An event stream opened and dropped.
   const ac = new AbortController();
@@ -110,8 +120,13 @@ async function round(kernel: Kernel): Promise<void> {
   ac.abort();
   // Hundreds of refused websocket attempts.
   const bad = d.baseUrl.replace(/^http/, 'ws');
-  const refused = await Promise.all(Array.from({ length: 200 }, (_, i) => refusedUpgrade(i % 2 ? `${bad}/browser/cdp?jwt=forged` : `${bad}/no/such/socket`)));
-  assert.ok(refused.every((s) => s === 401 || s === 404), `refused: ${[...new Set(refused)]}`);
+  const refused = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => refusedUpgrade(i % 2 ? `${bad}/browser/cdp?jwt=forged` : `${bad}/no/such/socket`)),
+  );
+  assert.ok(
+    refused.every((s) => s === 401 || s === 404),
+    `refused: ${[...new Set(refused)]}`,
+  );
   const pool = (await d.api('POST', '/browser_pools', { name: 'leaky', size: 1, headless: true })).body;
   await waitFor(async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1, 60_000, 'the pool to fill');
   const leased = (await d.api('POST', `/browser_pools/${pool.id}/acquire`, {})).body;
@@ -129,10 +144,14 @@ async function round(kernel: Kernel): Promise<void> {
  * (what leaks stays in every read).
  */
 async function idle(): Promise<Resources> {
-  await waitFor(async () => {
-    const r = await resources();
-    return r.sessions === 0 && r.children === 0;
-  }, 60_000, 'the daemon to be idle');
+  await waitFor(
+    async () => {
+      const r = await resources();
+      return r.sessions === 0 && r.children === 0;
+    },
+    60_000,
+    'the daemon to be idle',
+  );
   let least: Resources | undefined;
   for (let i = 0; i < 5; i++) {
     const r = await resources();
@@ -142,7 +161,9 @@ async function idle(): Promise<Resources> {
   return least!;
 }
 
-test(`${ROUNDS} rounds of sessions, clients, a pool, invocations, uploads, refused websockets, BiDi, curls, telemetry and restarts leave the daemon where the first left it`, { timeout: 600_000 }, async (t) => {
+test(`${ROUNDS} rounds of sessions, clients, a pool, invocations, uploads, refused websockets, BiDi, curls, telemetry and restarts leave the daemon where the first left it`, {
+  timeout: 600_000,
+}, async (t) => {
   const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, timeout: 180_000 });
   await deployFixtureApp(kernel, 'sample');
   const seen: Resources[] = [];
@@ -152,7 +173,9 @@ test(`${ROUNDS} rounds of sessions, clients, a pool, invocations, uploads, refus
     await new Promise((r) => setTimeout(r, 1500));
     seen.push(await idle());
     const r = seen.at(-1)!;
-    t.diagnostic(`round ${i + 1}: ${r.open_fds} fds, ${r.children} children, rss ${(r.rss_bytes / 2 ** 20).toFixed(1)} MiB, heap ${(r.heap_used_bytes / 2 ** 20).toFixed(1)} MiB, ${JSON.stringify(r.resources)}`);
+    t.diagnostic(
+      `round ${i + 1}: ${r.open_fds} fds, ${r.children} children, rss ${(r.rss_bytes / 2 ** 20).toFixed(1)} MiB, heap ${(r.heap_used_bytes / 2 ** 20).toFixed(1)} MiB, ${JSON.stringify(r.resources)}`,
+    );
   }
   const first = seen[0]!;
   for (const [i, r] of seen.entries()) {
@@ -163,6 +186,9 @@ test(`${ROUNDS} rounds of sessions, clients, a pool, invocations, uploads, refus
   }
   // Memory: no steady climb. The heap is compared from round 2 (round 1 loads and compiles code).
   const last = seen.at(-1)!;
-  assert.ok(last.heap_used_bytes < seen[1]!.heap_used_bytes + 8 * 2 ** 20, `heap ${seen.map((r) => (r.heap_used_bytes / 2 ** 20).toFixed(1)).join(' -> ')} MiB`);
+  assert.ok(
+    last.heap_used_bytes < seen[1]!.heap_used_bytes + 8 * 2 ** 20,
+    `heap ${seen.map((r) => (r.heap_used_bytes / 2 ** 20).toFixed(1)).join(' -> ')} MiB`,
+  );
   assert.ok(last.rss_bytes < seen[1]!.rss_bytes + 24 * 2 ** 20, `rss ${seen.map((r) => (r.rss_bytes / 2 ** 20).toFixed(1)).join(' -> ')} MiB`);
 });

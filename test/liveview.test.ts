@@ -31,7 +31,6 @@ async function create(body: object) {
 
 const close = (a: number[], b: number[], tolerance = 12) => a.slice(0, 3).every((v, i) => Math.abs(v - b[i]!) <= tolerance);
 
-
 describe('live view', () => {
   test('shows the session page pixel for pixel, takes clicks, and read-only takes none', async () => {
     const s = await create({ viewport: { width: 1024, height: 768 }, kiosk_mode: true });
@@ -43,12 +42,23 @@ describe('live view', () => {
     try {
       assert.deepEqual(await canvasSize(view), { width: 1024, height: 768 });
       // The page fills the kiosk screen; the live view must show what a CDP screenshot shows.
-      const points: [number, number][] = [[100, 100], [900, 100], [100, 700], [900, 700], [512, 384], [10, 760]];
+      const points: [number, number][] = [
+        [100, 100],
+        [900, 100],
+        [100, 700],
+        [900, 700],
+        [512, 384],
+        [10, 760],
+      ];
       const shot = await page.screenshot();
-      await waitFor(async () => {
-        const [seen, truth] = [await canvasPixels(view, points), await pngPixels(view, shot, points)];
-        return seen.every((px, i) => close(px, truth[i]!));
-      }, 10_000, 'the live view to match the CDP screenshot');
+      await waitFor(
+        async () => {
+          const [seen, truth] = [await canvasPixels(view, points), await pngPixels(view, shot, points)];
+          return seen.every((px, i) => close(px, truth[i]!));
+        },
+        10_000,
+        'the live view to match the CDP screenshot',
+      );
       const seen = await canvasPixels(view, [[100, 100]]);
       assert.ok(close(seen[0]!, [220, 40, 40]), `top-left quadrant is red, saw ${seen[0]}`);
 
@@ -112,7 +122,8 @@ describe('live view', () => {
       const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
       try {
         const page = cdp.contexts()[0]!.pages()[0]!;
-        const measure = () => page.evaluate(() => ({ sw: screen.width, sh: screen.height, iw: innerWidth, ih: innerHeight, ow: outerWidth, oh: outerHeight }));
+        const measure = () =>
+          page.evaluate(() => ({ sw: screen.width, sh: screen.height, iw: innerWidth, ih: innerHeight, ow: outerWidth, oh: outerHeight }));
         // Right after start the window manager may still be fitting the window: let it settle.
         await waitFor(async () => (await measure()).iw === v.width, 5000, 'the window to fill the screen').catch(() => {});
         const m = await measure();
@@ -149,10 +160,14 @@ describe('live view', () => {
       assert.equal(res.status, 200, res.text);
       assert.deepEqual(res.body.viewport, { width: 1200, height: 800, refresh_rate: 60 });
       const page = cdp.contexts()[0]!.pages()[0]!;
-      await waitFor(async () => {
-        const m = await page.evaluate(() => [screen.width, screen.height, innerWidth, outerHeight]);
-        return m.join() === '1200,800,1200,800';
-      }, 10_000, 'the page to see 1200x800');
+      await waitFor(
+        async () => {
+          const m = await page.evaluate(() => [screen.width, screen.height, innerWidth, outerHeight]);
+          return m.join() === '1200,800,1200,800';
+        },
+        10_000,
+        'the page to see 1200x800',
+      );
       // The viewer was dropped by the resize and reconnects by itself to the new size.
       await waitFor(async () => (await view.evaluate(() => document.body.dataset.state)) === 'connected', 15_000, 'reconnect');
       await waitFor(async () => (await canvasSize(view)).width === 1200, 10_000, 'the canvas to follow');
@@ -231,7 +246,7 @@ describe('live view', () => {
     try {
       await d.api('DELETE', `/browsers/${s.session_id}`);
       await waitFor(async () => (await view.evaluate(() => document.body.dataset.state)) === 'ended', 10_000, 'ended state');
-      assert.match(await view.textContent('#status') ?? '', /ended/);
+      assert.match((await view.textContent('#status')) ?? '', /ended/);
     } finally {
       await view.close();
     }

@@ -22,8 +22,12 @@ describe('logs', () => {
   test('a file inside the session: whole without follow (the stream ends), new lines with it', async () => {
     await exec('printf "one\\ntwo\\nthree" > /tmp/app.log');
     const whole: any[] = [];
-    for await (const ev of await kernel.browsers.logs.stream(id, { source: 'path', path: '/tmp/app.log', follow: false })) if (ev.event === 'log') whole.push(ev);
-    assert.deepEqual(whole.map((e) => e.message), ['one', 'two', 'three']);
+    for await (const ev of await kernel.browsers.logs.stream(id, { source: 'path', path: '/tmp/app.log', follow: false }))
+      if (ev.event === 'log') whole.push(ev);
+    assert.deepEqual(
+      whole.map((e) => e.message),
+      ['one', 'two', 'three'],
+    );
     assert.ok(whole.every((e) => e.event === 'log' && !Number.isNaN(Date.parse(e.timestamp))));
 
     const followed: string[] = [];
@@ -40,10 +44,14 @@ describe('logs', () => {
       }
     })();
     // tail -F starts at the end: what is added from now on comes, nothing before.
-    await waitFor(async () => {
-      await exec('echo "four $(date +%s%N)" >> /tmp/app.log');
-      return followed.some((m) => m.startsWith('four '));
-    }, 15_000, 'an appended line');
+    await waitFor(
+      async () => {
+        await exec('echo "four $(date +%s%N)" >> /tmp/app.log');
+        return followed.some((m) => m.startsWith('four '));
+      },
+      15_000,
+      'an appended line',
+    );
     assert.ok(!followed.includes('one'));
     controller.abort();
     await reading;
@@ -51,8 +59,12 @@ describe('logs', () => {
 
   test("the session's Chromium log (source supervisor, chromium)", async () => {
     const lines: string[] = [];
-    for await (const ev of await kernel.browsers.logs.stream(id, { source: 'supervisor', supervisor_process: 'chromium', follow: false })) if (ev.event === 'log') lines.push(ev.message);
-    assert.ok(lines.some((l) => l.startsWith('DevTools listening on ws://')), lines.slice(0, 5).join('\n'));
+    for await (const ev of await kernel.browsers.logs.stream(id, { source: 'supervisor', supervisor_process: 'chromium', follow: false }))
+      if (ev.event === 'log') lines.push(ev.message);
+    assert.ok(
+      lines.some((l) => l.startsWith('DevTools listening on ws://')),
+      lines.slice(0, 5).join('\n'),
+    );
   });
 
   test('refusals: 400 without a path, 404 for a missing file, an unknown program or another org', async () => {
@@ -75,10 +87,14 @@ describe('logs', () => {
     const cli = execa(CLI, ['logs', id, '-f', '--path', '/tmp/cli.log'], { env: d.env, reject: false });
     let out = '';
     cli.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    await waitFor(async () => {
-      await exec('echo followed-line >> /tmp/cli.log');
-      return out.includes('followed-line');
-    }, 15_000, 'the CLI to print the new line');
+    await waitFor(
+      async () => {
+        await exec('echo followed-line >> /tmp/cli.log');
+        return out.includes('followed-line');
+      },
+      15_000,
+      'the CLI to print the new line',
+    );
     cli.kill('SIGINT');
     assert.equal((await cli).exitCode, 0);
   });

@@ -30,11 +30,7 @@ afterEach(async () => {
     assert.ok([204, 404].includes(res.status), res.text);
   }
   made.clear();
-  await waitFor(
-    async () => ((await d.api('GET', '/browsers?limit=100')).body as unknown[]).length === 0,
-    10_000,
-    'every session of the test to end',
-  );
+  await waitFor(async () => ((await d.api('GET', '/browsers?limit=100')).body as unknown[]).length === 0, 10_000, 'every session of the test to end');
 });
 
 async function createPool(body: object) {
@@ -106,8 +102,14 @@ describe('browser pools', () => {
     const listed = await d.api('GET', '/browser_pools');
     assert.equal(listed.status, 200);
     assert.equal(listed.headers.get('x-has-more'), 'false');
-    assert.deepEqual(listed.body.map((p: any) => p.id), [pool.id]);
-    assert.deepEqual((await d.api('GET', '/browser_pools?name=fill')).body.map((p: any) => p.id), [pool.id]);
+    assert.deepEqual(
+      listed.body.map((p: any) => p.id),
+      [pool.id],
+    );
+    assert.deepEqual(
+      (await d.api('GET', '/browser_pools?name=fill')).body.map((p: any) => p.id),
+      [pool.id],
+    );
     assert.deepEqual((await d.api('GET', '/browser_pools?name=other')).body, []);
 
     const dup = await d.api('POST', '/browser_pools', { name: 'fill', size: 1 });
@@ -158,7 +160,13 @@ describe('browser pools', () => {
 
     // An acquired browser is an ordinary session behind the same CDP gateway.
     const browser = await chromium.connectOverCDP(byName.cdp_ws_url);
-    assert.equal(await browser.contexts()[0]!.pages()[0]!.evaluate(() => 6 * 7), 42);
+    assert.equal(
+      await browser
+        .contexts()[0]!
+        .pages()[0]!
+        .evaluate(() => 6 * 7),
+      42,
+    );
     await browser.close();
 
     const sdkPool = await kernel.browserPools.retrieve('sdk');
@@ -183,7 +191,8 @@ describe('browser pools', () => {
     for (const [command, values] of Object.entries(waiting)) assert.deepEqual(values, [19], `${command} waits at nice 19`);
     const leased = await kernel.browserPools.acquire(pool.id, {});
     assert.equal(leased?.session_id, idle.session_id);
-    for (const [command, values] of Object.entries(await autogroupNices(d.home, idle.session_id))) assert.deepEqual(values, [0], `${command} runs at nice 0 once acquired`);
+    for (const [command, values] of Object.entries(await autogroupNices(d.home, idle.session_id)))
+      assert.deepEqual(values, [0], `${command} runs at nice 0 once acquired`);
   });
 
   test('an acquire that times out answers 204 with no body, and null through the SDK', async () => {
@@ -243,9 +252,7 @@ describe('browser pools', () => {
     const notPooled = await release(pool.id, { session_id: other.body.session_id });
     assert.equal(notPooled.status, 409, notPooled.text);
     await d.api('DELETE', `/browsers/${other.body.session_id}`);
-    await assertSdkError(ConflictError, () =>
-      kernel.browserPools.release(pool.id, { session_id: fresh.session_id }),
-    );
+    await assertSdkError(ConflictError, () => kernel.browserPools.release(pool.id, { session_id: fresh.session_id }));
   });
 
   test('concurrent acquirers never share a browser and are served first come, first served', async () => {
@@ -354,7 +361,10 @@ describe('browser pools', () => {
     assert.equal(discarded.body.name, 'patched', 'an empty name changes nothing');
     await settle(pool.id, 2, 0);
     const after = await poolSessions(pool.id);
-    assert.ok(after.every((s) => s.stealth && s.session_id !== idle.session_id), 'idle browsers were replaced');
+    assert.ok(
+      after.every((s) => s.stealth && s.session_id !== idle.session_id),
+      'idle browsers were replaced',
+    );
 
     const shrunk = await d.api('PATCH', `/browser_pools/${pool.id}`, { size: 1 });
     assert.equal(shrunk.status, 200);
@@ -371,11 +381,7 @@ describe('browser pools', () => {
     await settle(pool.id, 2, 0);
     const leased = (await acquire(pool.id)).body;
     const [idle] = (await poolSessions(pool.id)).filter((s) => s.session_id !== leased.session_id);
-    await waitFor(
-      async () => (await d.api('GET', `/browsers/${leased.session_id}`)).status === 404,
-      25_000,
-      'the acquired browser to time out',
-    );
+    await waitFor(async () => (await d.api('GET', `/browsers/${leased.session_id}`)).status === 404, 25_000, 'the acquired browser to time out');
     const ended = (await d.api('GET', `/browsers/${leased.session_id}?include_deleted=true`)).body;
     assert.ok(Date.parse(ended.deleted_at) - Date.now() < 0);
     assert.equal((await d.api('GET', `/browsers/${idle.session_id}`)).status, 200, 'the idle one is still there');
@@ -447,11 +453,7 @@ describe('browser pools', () => {
     try {
       const created = await broken.api('POST', '/browser_pools', { ...FAST, size: 1 });
       assert.equal(created.status, 200, created.text);
-      const failing = await waitFor(
-        async () => (await broken.api('GET', `/browser_pools/${created.body.id}`)).body.last_error,
-        10_000,
-        'last_error',
-      );
+      const failing = await waitFor(async () => (await broken.api('GET', `/browser_pools/${created.body.id}`)).body.last_error, 10_000, 'last_error');
       assert.equal(failing.code, 'browser_start_failed');
       assert.ok(failing.message && Date.parse(failing.occurred_at));
       const pool = (await broken.api('GET', `/browser_pools/${created.body.id}`)).body;
@@ -483,7 +485,10 @@ describe('browser pools', () => {
     assert.deepEqual(back.browser_pool_config, pool.browser_pool_config);
     await settle(pool.id, 2, 0);
     const now = (await poolSessions(pool.id)).map((s) => s.session_id);
-    assert.ok(now.every((id) => !old.includes(id)), 'idle browsers do not survive a restart; new ones were made');
+    assert.ok(
+      now.every((id) => !old.includes(id)),
+      'idle browsers do not survive a restart; new ones were made',
+    );
     const got = await kernel.browserPools.acquire('durable', {});
     assert.ok(got && now.includes(got.session_id));
   });

@@ -93,7 +93,11 @@ describe('processes in a session', () => {
       assert.equal(r.exit_code, 124);
       assert.equal(text(r.stdout_b64), 'before\n');
       // TERM first, to the program itself: its trap runs before the end.
-      const trapped = await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'trap "echo cleaned up; exit 1" TERM; while :; do sleep 0.1; done'], timeout_sec: 1 });
+      const trapped = await kernel.browsers.process.exec(id, {
+        command: 'sh',
+        args: ['-c', 'trap "echo cleaned up; exit 1" TERM; while :; do sleep 0.1; done'],
+        timeout_sec: 1,
+      });
       assert.deepEqual([trapped.exit_code, text(trapped.stdout_b64)], [124, 'cleaned up\n']);
       assert.ok(Date.now() - started < 20_000, 'it did not wait for the sleep');
     });
@@ -108,7 +112,11 @@ describe('processes in a session', () => {
         body: JSON.stringify({ command: 'sh', args: ['-c', 'echo started > /tmp/hangup; exec sleep 300'] }),
         signal: aborted.signal,
       }).catch(() => null);
-      await waitFor(async () => (await kernel.browsers.fs.fileInfo(id, { path: '/tmp/hangup' }).catch(() => null)) !== null, 10_000, 'the command to start');
+      await waitFor(
+        async () => (await kernel.browsers.fs.fileInfo(id, { path: '/tmp/hangup' }).catch(() => null)) !== null,
+        10_000,
+        'the command to start',
+      );
       const sleeping = async () => (await sessionProcessesNamed(d.home, id, 'sleep')).length;
       assert.equal(await sleeping(), 1);
       aborted.abort();
@@ -125,7 +133,14 @@ describe('processes in a session', () => {
       await assert.rejects(kernel.browsers.process.exec(id, { command: 'id', as_user: 'root' }), (e: any) => e.status === 403);
       const ok = await kernel.browsers.process.exec(id, { command: 'true', as_user: 'kernel' });
       assert.equal(ok.exit_code, 0);
-      for (const body of [{}, { command: '' }, { command: 'ls', cwd: 'relative' }, { command: 'ls', cwd: '/a/../b' }, { command: 'ls', timeout_sec: 0 }, { command: 'ls', env: { 'A=B': 'x' } }]) {
+      for (const body of [
+        {},
+        { command: '' },
+        { command: 'ls', cwd: 'relative' },
+        { command: 'ls', cwd: '/a/../b' },
+        { command: 'ls', timeout_sec: 0 },
+        { command: 'ls', env: { 'A=B': 'x' } },
+      ]) {
         const res = await d.api('POST', `/browsers/${id}/process/exec`, body);
         assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
         assert.equal(res.body.code, 'bad_request');
@@ -137,7 +152,10 @@ describe('processes in a session', () => {
 
   test('spawn: output streamed (earlier output replayed), stdin, status, and the exit event ends the stream', async () => {
     await withSession(async (id) => {
-      const p = await kernel.browsers.process.spawn(id, { command: 'sh', args: ['-c', 'echo ready; read line; echo "got $line"; echo oops >&2; exit 5'] });
+      const p = await kernel.browsers.process.spawn(id, {
+        command: 'sh',
+        args: ['-c', 'echo ready; read line; echo "got $line"; echo oops >&2; exit 5'],
+      });
       assert.match(p.process_id!, /^[0-9a-f-]{36}$/);
       assert.ok(p.pid! > 0);
       await waitFor(async () => (await kernel.browsers.process.status(p.process_id!, { id })).state === 'running', 5000, 'running');
@@ -160,7 +178,10 @@ describe('processes in a session', () => {
 
   test('kill: TERM reaches the program (its trap runs), KILL ends it; status shows memory while it runs', async () => {
     await withSession(async (id) => {
-      const p = await kernel.browsers.process.spawn(id, { command: 'sh', args: ['-c', 'trap "echo trapped; exit 7" TERM; echo up; while :; do sleep 0.1; done'] });
+      const p = await kernel.browsers.process.spawn(id, {
+        command: 'sh',
+        args: ['-c', 'trap "echo trapped; exit 7" TERM; echo up; while :; do sleep 0.1; done'],
+      });
       const drained = drain(id, p.process_id!);
       await waitFor(async () => (await kernel.browsers.process.status(p.process_id!, { id })).mem_bytes! > 0, 5000, 'memory figures');
       await sleep(300);
@@ -194,7 +215,10 @@ describe('processes in a session', () => {
       await kernel.browsers.process.stdin(p.process_id!, { id, data_b64: b64('go\n') });
       const out = await drained;
       const lines = out.stdout.replaceAll('\r', '').split('\n').filter(Boolean);
-      assert.deepEqual(lines.filter((l) => l !== 'go'), ['is-tty', '30 100', '40 120']);
+      assert.deepEqual(
+        lines.filter((l) => l !== 'go'),
+        ['is-tty', '30 100', '40 120'],
+      );
       assert.equal(out.exit, 0);
 
       const plain = await kernel.browsers.process.spawn(id, { command: 'sleep', args: ['5'] });
@@ -260,7 +284,7 @@ describe('processes in a session', () => {
     });
   });
 
-  test('CLI: a command that takes longer than 5 s still gets its answer (Node\'s agent times idle sockets out at 5 s)', async () => {
+  test("CLI: a command that takes longer than 5 s still gets its answer (Node's agent times idle sockets out at 5 s)", async () => {
     await withSession(async (id) => {
       const r = await d.cli(['exec', id, '--', 'sh', '-c', 'sleep 6; echo done']);
       assert.equal(r.exitCode, 0, r.stderr);

@@ -121,7 +121,10 @@ describe('profiles', { timeout: 600_000 }, () => {
     assert.equal(archive.type, 'application/x-tar');
     const entries = await tarEntries(archive.bytes);
     assert.ok(entries.includes('Default/Cookies'), `the archive holds the cookie store: ${entries.slice(0, 40).join(', ')}`);
-    assert.ok(entries.some((e) => e.startsWith('Default/Local Storage/')), 'and Local Storage');
+    assert.ok(
+      entries.some((e) => e.startsWith('Default/Local Storage/')),
+      'and Local Storage',
+    );
     for (const left of entries.filter((e) => /(^|\/)(Cache|Code Cache|GPUCache)\/|Singleton|DevToolsActivePort/.test(e))) {
       assert.fail(`caches and lock files are left out, found ${left}`);
     }
@@ -161,10 +164,14 @@ describe('profiles', { timeout: 600_000 }, () => {
     );
     sessions.add(a.session_id);
     await writeState(a.cdp_ws_url, 'timed-out');
-    const ended = await waitFor(async () => {
-      const s = (await d.api('GET', `/browsers/${a.session_id}?include_deleted=true`)).body;
-      return s.deleted_at ? s : null;
-    }, 90_000, 'the inactivity timeout');
+    const ended = await waitFor(
+      async () => {
+        const s = (await d.api('GET', `/browsers/${a.session_id}?include_deleted=true`)).body;
+        return s.deleted_at ? s : null;
+      },
+      90_000,
+      'the inactivity timeout',
+    );
     sessions.delete(a.session_id);
     assert.ok(ended.deleted_at);
     const b = await startSession({ id: profile.id, save_changes: true });
@@ -243,10 +250,14 @@ describe('profiles', { timeout: 600_000 }, () => {
     );
     try {
       assert.equal(pool.profile_id, saved.id, 'the selector resolves to the id the SDK reads');
-      const leased = await waitFor(async () => {
-        const r = await d.api('POST', `/browser_pools/${pool.id}/acquire`, { acquire_timeout_seconds: 5 });
-        return r.status === 200 ? r.body : null;
-      }, 120_000, 'a pooled browser');
+      const leased = await waitFor(
+        async () => {
+          const r = await d.api('POST', `/browser_pools/${pool.id}/acquire`, { acquire_timeout_seconds: 5 });
+          return r.status === 200 ? r.body : null;
+        },
+        120_000,
+        'a pooled browser',
+      );
       assert.equal(leased.profile.id, profile.id);
       assert.deepEqual(await readState(leased.cdp_ws_url), { cookie: 'pooled', local: 'pooled' });
       await writeState(leased.cdp_ws_url, 'changed in the pool');
@@ -332,7 +343,10 @@ describe('profiles', { timeout: 600_000 }, () => {
     assert.deepEqual(await kernel.profiles.retrieve(created.id), created);
     const listed = [];
     for await (const p of kernel.profiles.list({ limit: 1 })) listed.push(p);
-    assert.ok(listed.some((p) => p.id === created.id), 'auto-pagination finds it');
+    assert.ok(
+      listed.some((p) => p.id === created.id),
+      'auto-pagination finds it',
+    );
     await assert.rejects(kernel.profiles.create({ name: 'sdk-profile' }), ConflictError);
     const renamed = await kernel.profiles.update(created.id, { name: 'sdk-renamed' });
     assert.equal(renamed.name, 'sdk-renamed');
@@ -406,17 +420,19 @@ describe('profile archives', () => {
     try {
       const archive = join(dir, 'profile', 'data.tar');
       // What a browser (or code in the session) leaves in its user data, links to the host included.
-      const made = await b.sh([
-        'set -e; cd /home/kernel/user-data',
-        "mkdir -p Default/Cache 'Default/Local Storage/leveldb'",
-        'printf v1 > Default/Cookies',
-        "printf storage > 'Default/Local Storage/leveldb/000003.log'",
-        ": > 'Default/Local Storage/leveldb/LOCK'",
-        'printf cache > Default/Cache/data_0',
-        'printf 9222 > DevToolsActivePort',
-        'ln -s host-pid-1 SingletonLock',
-        'ln -s /etc/passwd Default/planted',
-      ].join('\n'));
+      const made = await b.sh(
+        [
+          'set -e; cd /home/kernel/user-data',
+          "mkdir -p Default/Cache 'Default/Local Storage/leveldb'",
+          'printf v1 > Default/Cookies',
+          "printf storage > 'Default/Local Storage/leveldb/000003.log'",
+          ": > 'Default/Local Storage/leveldb/LOCK'",
+          'printf cache > Default/Cache/data_0',
+          'printf 9222 > DevToolsActivePort',
+          'ln -s host-pid-1 SingletonLock',
+          'ln -s /etc/passwd Default/planted',
+        ].join('\n'),
+      );
       assert.equal(made.code, 0, made.stderr);
       assert.equal(await packUserData(b.files, '/home/kernel/user-data', archive), true);
       const v1 = await readFile(archive);
@@ -426,18 +442,30 @@ describe('profile archives', () => {
       ]);
 
       // A save cut off half way (the session's box ends under it): the archive is still v1, whole.
-      assert.equal((await b.sh('printf v2 > /home/kernel/user-data/Default/Cookies && head -c 300000000 /dev/urandom > /home/kernel/user-data/Default/big')).code, 0);
+      assert.equal(
+        (await b.sh('printf v2 > /home/kernel/user-data/Default/Cookies && head -c 300000000 /dev/urandom > /home/kernel/user-data/Default/big'))
+          .code,
+        0,
+      );
       const saving = packUserData(b.files, '/home/kernel/user-data', archive);
-      const temp = await waitFor(async () => {
-        const names = await readdir(join(dir, 'profile'));
-        const t = names.find((n) => n.endsWith('.tmp'));
-        return t && (await stat(join(dir, 'profile', t))).size > 1024 * 1024 ? t : null;
-      }, 60_000, 'the save to be under way');
+      const temp = await waitFor(
+        async () => {
+          const names = await readdir(join(dir, 'profile'));
+          const t = names.find((n) => n.endsWith('.tmp'));
+          return t && (await stat(join(dir, 'profile', t))).size > 1024 * 1024 ? t : null;
+        },
+        60_000,
+        'the save to be under way',
+      );
       await b.box.stop();
       await assert.rejects(saving, 'the cut-off save fails');
       assert.ok(temp?.endsWith('.tmp'));
       assert.deepEqual(await readFile(archive), v1, 'the previous archive is untouched');
-      assert.deepEqual((await readdir(join(dir, 'profile'))).filter((n) => n.endsWith('.tmp')), [], 'its temporary file is gone');
+      assert.deepEqual(
+        (await readdir(join(dir, 'profile'))).filter((n) => n.endsWith('.tmp')),
+        [],
+        'its temporary file is gone',
+      );
     } finally {
       await b.close();
       await rm(dir, { recursive: true, force: true });

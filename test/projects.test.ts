@@ -19,7 +19,11 @@ describe('projects', () => {
   const call = async (method: string, path: string, project?: string, body?: unknown, key = d.apiKey) => {
     const res = await fetch(`${d.baseUrl}${path}`, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(project ? { 'x-kernel-project-id': project } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(project ? { 'x-kernel-project-id': project } : {}),
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
     });
     const text = await res.text();
@@ -46,7 +50,10 @@ describe('projects', () => {
 
   test('a default project holds what requests without a project make; the header names a project by id', async () => {
     const projects = await kernel.projects.list();
-    assert.deepEqual(projects.items.map((p) => [p.name, p.status]), [['Default', 'active']]);
+    assert.deepEqual(
+      projects.items.map((p) => [p.name, p.status]),
+      [['Default', 'active']],
+    );
     const def = projects.items[0]!;
     const b = await kernel.browsers.create({ headless: true });
     cleanup.push(() => kernel.browsers.deleteByID(b.session_id));
@@ -61,7 +68,10 @@ describe('projects', () => {
     // Another organization has its own Default project, and ours is unknown to it.
     const otherKey = (await d.cli(['auth', 'create-key', '--org', 'projects-other'])).stdout.trim();
     const theirs = await call('GET', '/org/projects', undefined, undefined, otherKey);
-    assert.deepEqual(theirs.body.map((p: { name: string; id: string }) => p.name), ['Default']);
+    assert.deepEqual(
+      theirs.body.map((p: { name: string; id: string }) => p.name),
+      ['Default'],
+    );
     assert.notEqual(theirs.body[0].id, def.id);
     assert.equal((await call('GET', '/browsers', def.id, undefined, otherKey)).status, 404);
     assert.equal((await call('GET', `/org/projects/${def.id}`, undefined, undefined, otherKey)).status, 404);
@@ -116,7 +126,9 @@ describe('projects', () => {
     assert.match(busy.body.message, /sessions|profiles|proxies|pools/);
   });
 
-  test("extensions, apps, deployments and invocations are their project's; an invocation's own key acts in it; the invocation cap", { timeout: 300_000 }, async () => {
+  test("extensions, apps, deployments and invocations are their project's; an invocation's own key acts in it; the invocation cap", {
+    timeout: 300_000,
+  }, async () => {
     const apps = await kernel.projects.create({ name: 'apps-project' });
     const s = inProject(apps.id);
     const zip = await zipOf([{ name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'Scoped', version: '1.0' }) }]);
@@ -130,10 +142,19 @@ describe('projects', () => {
     // The invocation's minted key is bound to the project: the browser its action makes is the
     // project's (the audit log names the key and the project of that create).
     const started = Date.now();
-    const env = await s.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'browser-title', payload: JSON.stringify({ url: 'about:blank' }) });
+    const env = await s.invocations.create({
+      app_name: 'sample',
+      version: 'latest',
+      action_name: 'browser-title',
+      payload: JSON.stringify({ url: 'about:blank' }),
+    });
     assert.equal(env.status, 'succeeded', JSON.stringify(env));
     const creates = [];
-    for await (const e of kernel.auditLogs.list({ start: new Date(started).toISOString(), end: new Date(Date.now() + 1000).toISOString(), method: 'POST' })) {
+    for await (const e of kernel.auditLogs.list({
+      start: new Date(started).toISOString(),
+      end: new Date(Date.now() + 1000).toISOString(),
+      method: 'POST',
+    })) {
       if (e.route === '/browsers') creates.push(e as typeof e & { project_id: string; api_key_id: string });
     }
     // Only the action made a browser since: with its own key, in the project.
@@ -141,12 +162,18 @@ describe('projects', () => {
     assert.equal(creates[0]!.project_id, apps.id);
     assert.equal(creates[0]!.status, 200);
     const ours = (await kernel.apiKeys.list({ limit: 100 })).items.map((k) => k.id);
-    assert.ok(!ours.includes(creates[0]!.api_key_id), 'made with the invocation\'s minted key, not ours');
+    assert.ok(!ours.includes(creates[0]!.api_key_id), "made with the invocation's minted key, not ours");
     assert.equal((await call('GET', `/invocations/${env.id}`)).status, 404);
     assert.equal((await call('GET', `/invocations/${env.id}`, apps.id)).status, 200);
     // One invocation at a time in this project.
     await kernel.projects.limits.update(apps.id, { max_concurrent_invocations: 1 });
-    const running = await s.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'sleep', payload: JSON.stringify({ ms: 5000 }), async: true });
+    const running = await s.invocations.create({
+      app_name: 'sample',
+      version: 'latest',
+      action_name: 'sleep',
+      payload: JSON.stringify({ ms: 5000 }),
+      async: true,
+    });
     const refused = await call('POST', '/invocations', apps.id, { app_name: 'sample', version: 'latest', action_name: 'echo', async: true });
     assert.equal(refused.status, 429, JSON.stringify(refused.body));
     assert.ok(Number(refused.headers.get('retry-after')) > 0);
@@ -157,7 +184,11 @@ describe('projects', () => {
     await s.extensions.delete(ext.id);
     await s.deployments.delete(deployment);
     // Emptied, the project goes (its finished invocations are history, not contents).
-    await waitFor(async () => (await call('DELETE', `/org/projects/${apps.id}`)).status === 204 || undefined, 15_000, 'the emptied project to be deleted');
+    await waitFor(
+      async () => (await call('DELETE', `/org/projects/${apps.id}`)).status === 204 || undefined,
+      15_000,
+      'the emptied project to be deleted',
+    );
   });
 
   test('a project-scoped key sees only its project; a header naming another is 403; archived projects refuse', async () => {
@@ -170,7 +201,10 @@ describe('projects', () => {
     const scoped = inProject(null, key.key);
     const p = await scoped.profiles.create({ name: 'made-by-scoped-key' });
     cleanup.push(() => scoped.profiles.delete(p.id));
-    assert.ok((await inProject(a.id).profiles.list()).items.some((x) => x.id === p.id), 'made in the key project');
+    assert.ok(
+      (await inProject(a.id).profiles.list()).items.some((x) => x.id === p.id),
+      'made in the key project',
+    );
     assert.ok(!(await kernel.profiles.list()).items.some((x) => x.id === p.id), 'not in the default project');
     const def = (await kernel.projects.list({ name: 'Default' })).items[0]!;
     const other = await call('GET', '/profiles', def.id, undefined, key.key);
@@ -179,7 +213,10 @@ describe('projects', () => {
     // Organization management is for organization-wide keys; its own keys only.
     assert.equal((await call('POST', '/org/projects', undefined, { name: 'x' }, key.key)).status, 403);
     const visibleKeys = (await scoped.apiKeys.list({ limit: 100 })).items;
-    assert.deepEqual(visibleKeys.map((k) => k.id), [key.id]);
+    assert.deepEqual(
+      visibleKeys.map((k) => k.id),
+      [key.id],
+    );
 
     await kernel.projects.update(a.id, { status: 'archived' });
     const archived = await call('GET', '/profiles', a.id);
@@ -204,7 +241,11 @@ describe('projects', () => {
   test('limits: concurrent creates beyond a project cap get 429 with Retry-After, never a 5xx; pools reserve their size', async () => {
     const capped = await kernel.projects.create({ name: 'capped' });
     cleanup.push(() => kernel.projects.delete(capped.id));
-    assert.deepEqual(await kernel.projects.limits.retrieve(capped.id), { max_concurrent_sessions: null, max_concurrent_invocations: null, max_pooled_sessions: null });
+    assert.deepEqual(await kernel.projects.limits.retrieve(capped.id), {
+      max_concurrent_sessions: null,
+      max_concurrent_invocations: null,
+      max_pooled_sessions: null,
+    });
     const limits = await kernel.projects.limits.update(capped.id, { max_concurrent_sessions: 2 });
     assert.equal(limits.max_concurrent_sessions, 2);
     const answers = await Promise.all(Array.from({ length: 6 }, () => call('POST', '/browsers', capped.id, { headless: true })));

@@ -138,14 +138,27 @@ describe('proxies API', () => {
 
     const listed = await d.api('GET', '/proxies');
     assert.equal(listed.status, 200);
-    assert.deepEqual(listed.body.map((x: any) => x.id), [p.id, open.id]);
+    assert.deepEqual(
+      listed.body.map((x: any) => x.id),
+      [p.id, open.id],
+    );
     assert.equal(listed.headers.get('x-has-more'), 'false');
     const page = await d.api('GET', '/proxies?limit=1');
-    assert.deepEqual(page.body.map((x: any) => x.id), [p.id]);
+    assert.deepEqual(
+      page.body.map((x: any) => x.id),
+      [p.id],
+    );
     assert.equal(page.headers.get('x-has-more'), 'true');
     assert.equal(page.headers.get('x-next-offset'), '1');
-    assert.deepEqual((await d.api('GET', '/proxies?name=office%20PROXY')).body.map((x: any) => x.id), [p.id], 'name: exact, any case');
-    assert.deepEqual((await d.api('GET', `/proxies?query=${p.id}`)).body.map((x: any) => x.id), [p.id]);
+    assert.deepEqual(
+      (await d.api('GET', '/proxies?name=office%20PROXY')).body.map((x: any) => x.id),
+      [p.id],
+      'name: exact, any case',
+    );
+    assert.deepEqual(
+      (await d.api('GET', `/proxies?query=${p.id}`)).body.map((x: any) => x.id),
+      [p.id],
+    );
     assert.equal((await d.api('GET', '/proxies?query=127.0.0')).body.length, 2, 'query matches the host');
     assert.equal((await d.api('GET', '/proxies?query=nothing-like-this')).body.length, 0);
 
@@ -400,11 +413,19 @@ describe('sessions through proxies', () => {
 test('bypass rules: a host matches itself, .x and *.x match subdomains only', () => {
   const rules = ['exact.test', '.sub.test', '*.wild.test', '[::1]'];
   const cases: [string, boolean][] = [
-    ['exact.test', true], ['EXACT.test', true], ['a.exact.test', false],
-    ['a.sub.test', true], ['sub.test', false], ['x.y.wild.test', true], ['wild.test', false],
-    ['::1', true], ['[::1]', true], ['other.test', false],
+    ['exact.test', true],
+    ['EXACT.test', true],
+    ['a.exact.test', false],
+    ['a.sub.test', true],
+    ['sub.test', false],
+    ['x.y.wild.test', true],
+    ['wild.test', false],
+    ['::1', true],
+    ['[::1]', true],
+    ['other.test', false],
   ];
-  for (const [host, expected] of cases) assert.equal(upstreamFor({ protocol: 'http', host: 'p', port: 1, bypass_hosts: rules }, undefined).bypasses(host), expected, host);
+  for (const [host, expected] of cases)
+    assert.equal(upstreamFor({ protocol: 'http', host: 'p', port: 1, bypass_hosts: rules }, undefined).bypasses(host), expected, host);
   // Credentials are percent-encoded once, so proxy-chain decodes them back exactly.
   const { url } = upstreamFor({ protocol: 'https', host: '::1', port: 8443, username: 'u@x' }, PASSWORD);
   const parsed = new URL(url);
@@ -452,7 +473,20 @@ describe('proxies through the SDK and the CLI', () => {
   test('CLI: proxies create (password from stdin), list, get, delete; create --proxy; browsers update --proxy-id ""', async () => {
     const created = await execa(
       CLI,
-      ['proxies', 'create', '--name', 'cli-proxy', '--host', '127.0.0.1', '--port', String(alice.port), '--username', USER, '--password-stdin', '--json'],
+      [
+        'proxies',
+        'create',
+        '--name',
+        'cli-proxy',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(alice.port),
+        '--username',
+        USER,
+        '--password-stdin',
+        '--json',
+      ],
       { env: d.env, extendEnv: false, input: `${PASSWORD}\n`, reject: false },
     );
     assert.equal(created.exitCode, 0, created.stderr);

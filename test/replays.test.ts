@@ -25,17 +25,36 @@ after(async () => {
 async function probe(bytes: Buffer): Promise<{ format: string; codec: string; width: number; height: number; seconds: number }> {
   const file = join(scratch, `${Date.now()}-${Math.random()}.mp4`);
   await writeFile(file, bytes);
-  const r = await execa('ffprobe', ['-v', 'error', '-show_entries', 'format=format_name,duration:stream=codec_name,width,height', '-of', 'json', file]);
-  const info = JSON.parse(r.stdout) as { format: { format_name: string; duration: string }; streams: { codec_name: string; width: number; height: number }[] };
+  const r = await execa('ffprobe', [
+    '-v',
+    'error',
+    '-show_entries',
+    'format=format_name,duration:stream=codec_name,width,height',
+    '-of',
+    'json',
+    file,
+  ]);
+  const info = JSON.parse(r.stdout) as {
+    format: { format_name: string; duration: string };
+    streams: { codec_name: string; width: number; height: number }[];
+  };
   const video = info.streams[0]!;
-  return { format: info.format.format_name, codec: video.codec_name, width: video.width, height: video.height, seconds: Number(info.format.duration) };
+  return {
+    format: info.format.format_name,
+    codec: video.codec_name,
+    width: video.width,
+    height: video.height,
+    seconds: Number(info.format.duration),
+  };
 }
 
 /** Red pixels in the video's last frame (the fixture's box is pure red). */
 async function redPixelsAtTheEnd(bytes: Buffer): Promise<number> {
   const file = join(scratch, `${Date.now()}-last.mp4`);
   await writeFile(file, bytes);
-  const r = await execa('ffmpeg', ['-v', 'error', '-sseof', '-0.3', '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { encoding: 'buffer' });
+  const r = await execa('ffmpeg', ['-v', 'error', '-sseof', '-0.3', '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], {
+    encoding: 'buffer',
+  });
   const px = Buffer.from(r.stdout as Uint8Array);
   let red = 0;
   for (let i = 0; i + 2 < px.length; i += 3) if (px[i]! > 200 && px[i + 1]! < 60 && px[i + 2]! < 60) red++;
@@ -94,11 +113,18 @@ describe('replays', () => {
     await sleep(1500);
     await kernel.browsers.deleteByID(id);
     // The session's end (which goes on after DELETE answers) finishes the open one.
-    const after = await waitFor(async () => {
-      const list = await kernel.browsers.replays.list(id);
-      return list.every((r) => r.finished_at) ? list : null;
-    }, 30_000, 'the session end to finish the open recording');
-    assert.deepEqual(after!.map((r) => r.replay_id), [short.replay_id, open.replay_id]);
+    const after = await waitFor(
+      async () => {
+        const list = await kernel.browsers.replays.list(id);
+        return list.every((r) => r.finished_at) ? list : null;
+      },
+      30_000,
+      'the session end to finish the open recording',
+    );
+    assert.deepEqual(
+      after!.map((r) => r.replay_id),
+      [short.replay_id, open.replay_id],
+    );
     const seconds = (await probe(await download(id, short.replay_id))).seconds;
     assert.ok(seconds >= 1 && seconds <= 3, `capped at 2 s: ${seconds}`);
 
@@ -150,16 +176,23 @@ describe('the replay size cap', () => {
       try {
         // Noise on every frame (what encodes worst, so the cap is reached within seconds), in a
         // corner: a frame is then far smaller than the cap, which ffmpeg checks between frames.
-        await browser.contexts()[0]!.pages()[0]!.setContent(`<body style="margin:0"><canvas id="c" width="256" height="256"></canvas><script>
+        await browser
+          .contexts()[0]!
+          .pages()[0]!
+          .setContent(`<body style="margin:0"><canvas id="c" width="256" height="256"></canvas><script>
           const c = document.getElementById('c').getContext('2d');
           const img = c.createImageData(256, 256);
           (function draw() { for (let i = 0; i < img.data.length; i++) img.data[i] = Math.random() * 256; c.putImageData(img, 0, 0); requestAnimationFrame(draw); })();
         </script></body>`);
         const started = await k.browsers.replays.start(session.session_id, { framerate: 20 });
-        const finished = (await waitFor(async () => {
-          const [r] = await k.browsers.replays.list(session.session_id);
-          return r?.finished_at ? r : undefined;
-        }, 60_000, 'the capped recording to finish by itself'))!;
+        const finished = (await waitFor(
+          async () => {
+            const [r] = await k.browsers.replays.list(session.session_id);
+            return r?.finished_at ? r : undefined;
+          },
+          60_000,
+          'the capped recording to finish by itself',
+        ))!;
         assert.equal(finished.replay_id, started.replay_id);
         const res = await k.browsers.replays.download(started.replay_id, { id: session.session_id });
         const bytes = Buffer.from(await res.arrayBuffer());

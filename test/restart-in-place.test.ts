@@ -12,7 +12,8 @@ const FIXTURES = join(ROOT, 'fixtures', 'extensions');
 
 const env = sdkDaemonWithFixtures();
 
-const zipFile = async (dir: string) => new File([new Uint8Array(await zipOf({ dir: join(FIXTURES, dir) }))], `${dir}.zip`, { type: 'application/zip' });
+const zipFile = async (dir: string) =>
+  new File([new Uint8Array(await zipOf({ dir: join(FIXTURES, dir) }))], `${dir}.zip`, { type: 'application/zip' });
 
 /** The data-* marks the fixture extensions' content scripts set on a page of the session, and its cookies. */
 async function inspect(cdpUrl: string): Promise<{ url: string; marks: Record<string, string>; cookie: string; width: number }> {
@@ -108,7 +109,11 @@ describe('restarts in place, the harder cases', () => {
     const form = new FormData();
     form.append('extensions[0][name]', 'mark');
     form.append('extensions[0][zip_file]', await zipFile('content-mark'));
-    const load = await fetch(`${env.d.baseUrl}/browsers/${b.session_id}/extensions`, { method: 'POST', headers: { authorization: `Bearer ${env.d.apiKey}` }, body: form });
+    const load = await fetch(`${env.d.baseUrl}/browsers/${b.session_id}/extensions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.d.apiKey}` },
+      body: form,
+    });
     assert.ok(load.status < 500, `${load.status} ${await load.text()}`);
     assert.deepEqual(readdirSync(hostTarget), [], 'nothing was written on the host through the link');
     await env.kernel.browsers.deleteByID(b.session_id);
@@ -118,7 +123,10 @@ describe('restarts in place, the harder cases', () => {
     const b = await env.kernel.browsers.create({ headless: true, timeout_seconds: 120 });
     // Its content script is missing: Chromium skips the extension without a word.
     const broken = await zipOf([
-      { name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'broken', version: '1', content_scripts: [{ matches: ['<all_urls>'], js: ['gone.js'] }] }) },
+      {
+        name: 'manifest.json',
+        data: JSON.stringify({ manifest_version: 3, name: 'broken', version: '1', content_scripts: [{ matches: ['<all_urls>'], js: ['gone.js'] }] }),
+      },
     ]);
     await assert.rejects(
       env.kernel.browsers.loadExtensions(b.session_id, { extensions: [{ name: 'broken', zip_file: new File([new Uint8Array(broken)], 'b.zip') }] }),
@@ -144,7 +152,11 @@ describe('restarts in place, the harder cases', () => {
     try {
       const page = await browser.contexts()[0]!.newPage();
       await page.goto(`${env.fixtures.url}/hello.html`);
-      const probe = await page.evaluate(() => ({ webdriver: navigator.webdriver, ua: navigator.userAgent, mark: document.documentElement.dataset.rbrowseExt }));
+      const probe = await page.evaluate(() => ({
+        webdriver: navigator.webdriver,
+        ua: navigator.userAgent,
+        mark: document.documentElement.dataset.rbrowseExt,
+      }));
       assert.equal(probe.webdriver, false);
       assert.doesNotMatch(probe.ua, /Headless/);
       assert.equal(probe.mark, 'content-mark');

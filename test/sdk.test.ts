@@ -7,10 +7,7 @@ const ID_RE = /^[a-z0-9]{24}$/;
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** Runs fn, which must throw an SDK error of class cls; returns it. */
-async function sdkError<E extends APIError>(
-  cls: new (...args: any[]) => E,
-  fn: () => Promise<unknown>,
-): Promise<E> {
+async function sdkError<E extends APIError>(cls: new (...args: any[]) => E, fn: () => Promise<unknown>): Promise<E> {
   let caught: unknown;
   try {
     await fn();
@@ -133,10 +130,7 @@ describe('@onkernel/sdk against the daemon', () => {
       assert.equal(rawLast.headers.get('x-has-more'), 'false');
       assert.equal(rawLast.headers.get('x-next-offset'), '0');
       assert.equal(rawLast.body.length, 1);
-      assert.deepEqual(
-        [...raw.body, ...rawLast.body].map((s: { session_id: string }) => s.session_id).sort(),
-        [...ids].sort(),
-      );
+      assert.deepEqual([...raw.body, ...rawLast.body].map((s: { session_id: string }) => s.session_id).sort(), [...ids].sort());
 
       // status filters: delete one, then active lists 2 and deleted lists 1.
       await kernel.browsers.deleteByID(ids[0]!);
@@ -191,9 +185,7 @@ describe('@onkernel/sdk against the daemon', () => {
     assert.equal(notFound.status, 404);
     assert.equal(notFound.headers.get('x-should-retry'), 'false');
 
-    const badViewport = await sdkError(BadRequestError, () =>
-      kernel.browsers.create({ headless: true, viewport: { width: 123, height: 45 } }),
-    );
+    const badViewport = await sdkError(BadRequestError, () => kernel.browsers.create({ headless: true, viewport: { width: 123, height: 45 } }));
     assert.equal(badViewport.status, 400);
     assert.equal((badViewport.error as { code: string }).code, 'bad_request');
 
@@ -202,6 +194,9 @@ describe('@onkernel/sdk against the daemon', () => {
     assert.equal(authErr.status, 401);
 
     // Nothing was created by the failed calls.
-    assert.deepEqual((await daemon.api('GET', '/browsers?status=all')).body.filter((s: { timeout_seconds: number }) => s.timeout_seconds === 5), []);
+    assert.deepEqual(
+      (await daemon.api('GET', '/browsers?status=all')).body.filter((s: { timeout_seconds: number }) => s.timeout_seconds === 5),
+      [],
+    );
   });
 });

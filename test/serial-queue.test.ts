@@ -17,7 +17,10 @@ describe('serial queues', () => {
         return name;
       });
     const results = await Promise.allSettled([piece('a', 20, true), piece('b', 5), piece('c', 1)]);
-    assert.deepEqual(results.map((r) => r.status), ['rejected', 'fulfilled', 'fulfilled']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'fulfilled', 'fulfilled'],
+    );
     assert.deepEqual(log, ['a+', 'a-', 'b+', 'b-', 'c+', 'c-']);
   });
 
@@ -34,7 +37,10 @@ describe('serial queues', () => {
     const all = Promise.allSettled([act('a', 'a1', 30, true), act('a', 'a2', 10), act('b', 'b1', 5)]);
     assert.equal(q.size, 2);
     const results = await all;
-    assert.deepEqual(results.map((r) => r.status), ['rejected', 'fulfilled', 'fulfilled']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'fulfilled', 'fulfilled'],
+    );
     assert.deepEqual(log, ['a1+', 'b1+', 'b1-', 'a1-', 'a2+', 'a2-']);
     assert.equal(q.size, 0);
   });

@@ -27,7 +27,6 @@ async function create(body: object = { headless: true }) {
   return res.body;
 }
 
-
 describe('sessions', () => {
   test('a headless session has every field of the spec, with defaults', async () => {
     const s = await create({ headless: true });
@@ -96,13 +95,16 @@ describe('sessions', () => {
     const again = await d.api('GET', `/browsers/${s.session_id}`);
     assert.equal(again.body.deleted_at, undefined);
     const browser2 = await chromium.connectOverCDP(s.cdp_ws_url.replace(/^ws:/, 'http:'));
-    const urls = browser2.contexts()[0]!.pages().map((p) => p.url());
+    const urls = browser2
+      .contexts()[0]!
+      .pages()
+      .map((p) => p.url());
     assert.ok(urls.includes(`${fixtures.url}/hello.html`), `page survived reconnect: ${urls}`);
     await browser2.close();
     await d.api('DELETE', `/browsers/${s.session_id}`);
   });
 
-  test("Puppeteer connects, and its Browser.close ends only its own connection", async () => {
+  test('Puppeteer connects, and its Browser.close ends only its own connection', async () => {
     const s = await create({ headless: true });
     const browser = await puppeteer.connect({ browserWSEndpoint: s.cdp_ws_url, defaultViewport: null });
     const page = (await browser.pages())[0] ?? (await browser.newPage());

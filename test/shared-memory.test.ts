@@ -44,15 +44,23 @@ test("a session's shared memory is its own: no other session and no local user s
   const b = (await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } })).body;
   try {
     // Inside A: its x11vnc and Xvfb share memory (MIT-SHM), and a POSIX segment of its own.
-    const inA = await waitFor(async () => {
-      const r = await sh(a.session_id, 'ipcs -m | grep -c "^0x" ; printf secret > /dev/shm/a-secret');
-      return Number(r.out.trim()) > 0 ? r : undefined;
-    }, 20_000, "A's shared memory");
+    const inA = await waitFor(
+      async () => {
+        const r = await sh(a.session_id, 'ipcs -m | grep -c "^0x" ; printf secret > /dev/shm/a-secret');
+        return Number(r.out.trim()) > 0 ? r : undefined;
+      },
+      20_000,
+      "A's shared memory",
+    );
     assert.ok(inA);
 
     // Seen from the host (any local user): none of it.
     const host = await hostSegments();
-    assert.deepEqual([...host].filter((s) => !baseline.has(s)), [], "none of A's segments is in the host's IPC namespace");
+    assert.deepEqual(
+      [...host].filter((s) => !baseline.has(s)),
+      [],
+      "none of A's segments is in the host's IPC namespace",
+    );
     // Seen from B: not A's /dev/shm, and (its own IPC namespace) segments of its own only.
     const fromB = await sh(b.session_id, 'ls -a /dev/shm; ipcs -m -c');
     assert.doesNotMatch(fromB.out, /a-secret/);
@@ -61,5 +69,9 @@ test("a session's shared memory is its own: no other session and no local user s
     await d.api('DELETE', `/browsers/${a.session_id}`);
     await d.api('DELETE', `/browsers/${b.session_id}`);
   }
-  assert.deepEqual([...(await hostSegments())].filter((s) => !baseline.has(s)), [], 'nothing of theirs is left in the host either');
+  assert.deepEqual(
+    [...(await hostSegments())].filter((s) => !baseline.has(s)),
+    [],
+    'nothing of theirs is left in the host either',
+  );
 });

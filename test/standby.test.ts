@@ -36,7 +36,10 @@ after(async () => {
 
 async function daemonLog(t: TestDaemon): Promise<Record<string, any>[]> {
   const text = await readFile(join(t.home, 'logs', 'daemon.log'), 'utf8');
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /** The ids of the browsers the daemon launched ahead of demand, so far. */
@@ -162,11 +165,13 @@ describe('warm standby', { timeout: 300_000 }, () => {
     await standbyReady(d, HEADFUL);
     const id = (await standbyIds(d)).at(-1)!;
     const waiting = await autogroupNices(d.home, id);
-    for (const command of ['Xvfb', 'x11vnc', 'bwrap']) assert.ok(waiting[command], `the standby browser has its ${command}: ${JSON.stringify(waiting)}`);
+    for (const command of ['Xvfb', 'x11vnc', 'bwrap'])
+      assert.ok(waiting[command], `the standby browser has its ${command}: ${JSON.stringify(waiting)}`);
     for (const [command, values] of Object.entries(waiting)) assert.deepEqual(values, [19], `${command} waits at nice 19`);
     const s = await kernel.browsers.create({});
     assert.equal(s.session_id, id, 'the one measured was handed over');
-    for (const [command, values] of Object.entries(await autogroupNices(d.home, id))) assert.deepEqual(values, [0], `${command} runs at nice 0 once handed over`);
+    for (const [command, values] of Object.entries(await autogroupNices(d.home, id)))
+      assert.deepEqual(values, [0], `${command} runs at nice 0 once handed over`);
     await kernel.browsers.deleteByID(s.session_id);
   });
 
@@ -184,7 +189,11 @@ describe('warm standby', { timeout: 300_000 }, () => {
         // gone with its group already
       }
     }
-    await waitFor(async () => (await headlessIds()).length > 0 && (await headlessIds()).at(-1) !== dead && (await readyCount(d, HEADLESS)) >= 1, 60_000, 'a replacement');
+    await waitFor(
+      async () => (await headlessIds()).length > 0 && (await headlessIds()).at(-1) !== dead && (await readyCount(d, HEADLESS)) >= 1,
+      60_000,
+      'a replacement',
+    );
     await processesGone(d.home, dead);
     const s = await kernel.browsers.create({ headless: true });
     assert.notEqual(s.session_id, dead);

@@ -12,7 +12,9 @@ let own: FixtureProxy; // a session's own proxy
 before(async () => {
   managed = await startFixtureProxy({ label: 'managed', username: 'isp', password: 'p@ss:word' });
   own = await startFixtureProxy({ label: 'own' });
-  ({ d, kernel } = await startSdkDaemon({ env: { RBROWSE_STEALTH_PROXY: `http://isp:${encodeURIComponent('p@ss:word')}@127.0.0.1:${managed.port}` } }));
+  ({ d, kernel } = await startSdkDaemon({
+    env: { RBROWSE_STEALTH_PROXY: `http://isp:${encodeURIComponent('p@ss:word')}@127.0.0.1:${managed.port}` },
+  }));
 });
 after(async () => {
   await d?.stop();

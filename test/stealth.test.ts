@@ -12,8 +12,17 @@ import { startFixtureServer, type SeenRequest } from './helpers/fixtures.js';
 const VIEWPORT = { width: 1024, height: 768 };
 const DETECT = `/detect.html?w=${VIEWPORT.width}&h=${VIEWPORT.height}`;
 /** Every scope fixtures/pages/detect.html reports on. */
-const SCOPES = ['page', 'about:blank iframe', 'same-origin iframe', 'same-origin iframe worker', 'cross-site iframe',
-  'cross-site iframe worker', 'dedicated worker', 'shared worker', 'service worker'];
+const SCOPES = [
+  'page',
+  'about:blank iframe',
+  'same-origin iframe',
+  'same-origin iframe worker',
+  'cross-site iframe',
+  'cross-site iframe worker',
+  'dedicated worker',
+  'shared worker',
+  'service worker',
+];
 const REPORT_MS = 120_000;
 
 interface ScopeReport {
@@ -52,12 +61,25 @@ async function plainBrowserReport(): Promise<{ report: Report; requests: SeenReq
     const env = boxEnv();
     const display = await new DisplayAllocator().start({ ...VIEWPORT, env, box: b.box });
     const first = fixtures.requests.length;
-    b.box.spawn([resolveChromium(),
-      '--no-first-run', '--no-default-browser-check', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--disable-breakpad', '--disable-crash-reporter', '--password-store=basic', '--ozone-platform=x11', '--user-data-dir=/home/kernel/user-data',
-      `--window-size=${VIEWPORT.width},${VIEWPORT.height}`, '--window-position=0,0',
-      `${fixtures.url}${DETECT}&post=/report`,
-    ], { env: boxEnv(display.number), stdout: false, stderr: false });
+    b.box.spawn(
+      [
+        resolveChromium(),
+        '--no-first-run',
+        '--no-default-browser-check',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-breakpad',
+        '--disable-crash-reporter',
+        '--password-store=basic',
+        '--ozone-platform=x11',
+        '--user-data-dir=/home/kernel/user-data',
+        `--window-size=${VIEWPORT.width},${VIEWPORT.height}`,
+        '--window-position=0,0',
+        `${fixtures.url}${DETECT}&post=/report`,
+      ],
+      { env: boxEnv(display.number), stdout: false, stderr: false },
+    );
     const posted = await waitFor(() => fixtures.requests.slice(first).find((r) => r.path === '/report'), REPORT_MS, 'the reference report');
     return { report: JSON.parse(posted!.body!) as Report, requests: fixtures.requests.slice(first) };
   } finally {
@@ -114,17 +136,33 @@ async function requestsDuring<T>(run: () => Promise<T>): Promise<{ result: T; re
 
 /** What a detector compares with a real browser, per scope: everything but WebGL (no GPU here) and sizes of frames. */
 function fingerprint(report: Report): Record<string, object> {
-  return Object.fromEntries(report.reports.map((r) => {
-    const v = r.values;
-    const h = v.headers ?? {};
-    return [r.where, {
-      userAgent: v.userAgent, appVersion: v.appVersion, platform: v.platform, webdriver: v.webdriver,
-      language: v.language, languages: v.languages, brands: v.brands, uaPlatform: v.uaPlatform, mobile: v.mobile,
-      highEntropy: v.highEntropy, plugins: v.plugins, mimeTypes: v.mimeTypes, chrome: v.chrome, screen: v.screen,
-      permissions: v.permissions,
-      headers: Object.fromEntries(['user-agent', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform', 'accept-language'].map((k) => [k, h[k]])),
-    }];
-  }));
+  return Object.fromEntries(
+    report.reports.map((r) => {
+      const v = r.values;
+      const h = v.headers ?? {};
+      return [
+        r.where,
+        {
+          userAgent: v.userAgent,
+          appVersion: v.appVersion,
+          platform: v.platform,
+          webdriver: v.webdriver,
+          language: v.language,
+          languages: v.languages,
+          brands: v.brands,
+          uaPlatform: v.uaPlatform,
+          mobile: v.mobile,
+          highEntropy: v.highEntropy,
+          plugins: v.plugins,
+          mimeTypes: v.mimeTypes,
+          chrome: v.chrome,
+          screen: v.screen,
+          permissions: v.permissions,
+          headers: Object.fromEntries(['user-agent', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform', 'accept-language'].map((k) => [k, h[k]])),
+        },
+      ];
+    }),
+  );
 }
 
 const header = (r: SeenRequest, name: string) => String(r.headers[name] ?? '');
@@ -139,7 +177,10 @@ function assertClean(report: Report, requests: SeenRequest[], what: string) {
   // A detector sees what a person's browser shows, in every scope and every header.
   assert.deepEqual(fingerprint(report), fingerprint(reference), `${what}: the same as a plain browser`);
   const userAgent = report.reports.find((r) => r.where === 'page')!.values.userAgent;
-  assert.ok(requests.some((r) => r.path === '/detect-sw.js'), `${what}: the service worker's script was fetched`);
+  assert.ok(
+    requests.some((r) => r.path === '/detect-sw.js'),
+    `${what}: the service worker's script was fetched`,
+  );
   for (const r of requests) {
     assert.equal(header(r, 'user-agent'), userAgent, `${what}: User-Agent of ${r.path}`);
     assert.doesNotMatch(header(r, 'sec-ch-ua'), /Headless/, `${what}: Sec-CH-UA of ${r.path}`);
@@ -219,10 +260,14 @@ describe('stealth', () => {
       for (const round of [1, 2]) {
         await cdp.send('ServiceWorker.stopAllWorkers');
         const previous = last.instance;
-        last = (await waitFor(async () => {
-          const report = (await page.evaluate(SERVICE_WORKER_REPORT)) as ScopeReport & { instance: string };
-          return report.instance !== previous ? report : null;
-        }, 30_000, 'the service worker to start again'))!;
+        last = (await waitFor(
+          async () => {
+            const report = (await page.evaluate(SERVICE_WORKER_REPORT)) as ScopeReport & { instance: string };
+            return report.instance !== previous ? report : null;
+          },
+          30_000,
+          'the service worker to start again',
+        ))!;
         assert.deepEqual(last.tells, [], `restart ${round}`);
       }
     });
@@ -230,10 +275,14 @@ describe('stealth', () => {
 
   test("the daemon's own connection does not keep a stealth session alive", async () => {
     const session = await createSession({ headless: true, stealth: true, timeout_seconds: 10 });
-    const ended = await waitFor(async () => {
-      const res = await d.api('GET', `/browsers/${session.session_id}?include_deleted=true`);
-      return res.body.deleted_at;
-    }, 60_000, 'the stealth session to time out without clients');
+    const ended = await waitFor(
+      async () => {
+        const res = await d.api('GET', `/browsers/${session.session_id}?include_deleted=true`);
+        return res.body.deleted_at;
+      },
+      60_000,
+      'the stealth session to time out without clients',
+    );
     assert.ok(Date.parse(ended) - Date.parse(session.created_at) >= 10_000, 'not before its timeout');
   });
 

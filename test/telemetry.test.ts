@@ -15,7 +15,10 @@ describe('telemetry configuration (pure)', () => {
     assert.equal(resolveCategories({ enabled: false }, undefined, 'create'), null);
     const defaults = resolveCategories({ enabled: true }, undefined, 'create')!;
     assert.deepEqual(
-      Object.entries(defaults).filter(([, on]) => on).map(([c]) => c).sort(),
+      Object.entries(defaults)
+        .filter(([, on]) => on)
+        .map(([c]) => c)
+        .sort(),
       ['captcha', 'connection', 'control', 'system'],
     );
     // Categories alone on create layer onto the defaults.
@@ -50,8 +53,14 @@ describe('telemetry of a session (events and stream)', () => {
     assert.equal(on.telemetry?.browser?.control?.enabled, true);
     assert.equal(on.telemetry?.browser?.console?.enabled, false);
     await env.kernel.browsers.computer.captureScreenshot(b.session_id);
-    assert.deepEqual((await events(b.session_id)).map((e) => e.event.type), ['api_call']);
-    await assert.rejects(env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false, browser: { page: { enabled: true } } } }), BadRequestError);
+    assert.deepEqual(
+      (await events(b.session_id)).map((e) => e.event.type),
+      ['api_call'],
+    );
+    await assert.rejects(
+      env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false, browser: { page: { enabled: true } } } }),
+      BadRequestError,
+    );
     const off = await env.kernel.browsers.update(b.session_id, { telemetry: { enabled: false } });
     assert.equal(off.telemetry ?? null, null);
     await env.kernel.browsers.deleteByID(b.session_id);
@@ -73,16 +82,33 @@ describe('telemetry of a session (events and stream)', () => {
     await env.kernel.browsers.computer.captureScreenshot(b.session_id);
     await browser.close();
 
-    const all = (await waitFor(async () => {
-      const got = await events(b.session_id, { limit: 1000 });
-      return got.some((e) => e.event.type === 'cdp_disconnect') && got.some((e) => e.event.type === 'console_log') ? got : undefined;
-    }, 15_000, "the events"))!;
+    const all = (await waitFor(
+      async () => {
+        const got = await events(b.session_id, { limit: 1000 });
+        return got.some((e) => e.event.type === 'cdp_disconnect') && got.some((e) => e.event.type === 'console_log') ? got : undefined;
+      },
+      15_000,
+      'the events',
+    ))!;
     const types = new Set(all.map((e) => e.event.type));
-    for (const t of ['cdp_connect', 'cdp_disconnect', 'api_call', 'network_request', 'network_response', 'page_navigation', 'page_load', 'console_log']) {
+    for (const t of [
+      'cdp_connect',
+      'cdp_disconnect',
+      'api_call',
+      'network_request',
+      'network_response',
+      'page_navigation',
+      'page_load',
+      'console_log',
+    ]) {
       assert.ok(types.has(t), `${t} among ${[...types].join(', ')}`);
     }
     const seqs = all.map((e) => e.seq);
-    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'oldest first');
+    assert.deepEqual(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+      'oldest first',
+    );
     const log = all.find((e) => e.event.type === 'console_log')!;
     assert.equal(log.event.data!.text, 'hello telemetry');
     assert.deepEqual(log.event.data!.args, ['hello telemetry', '42']);
@@ -97,10 +123,15 @@ describe('telemetry of a session (events and stream)', () => {
     const onlyConsole = await events(b.session_id, { category: ['console'], limit: 1000 });
     assert.ok(onlyConsole.length > 0 && onlyConsole.every((e) => e.event.category === 'console'));
     const newest = await events(b.session_id, { order: 'desc', limit: 2 });
-    assert.deepEqual(newest.map((e) => e.seq), [seqs.at(-1), seqs.at(-2)]);
+    assert.deepEqual(
+      newest.map((e) => e.seq),
+      [seqs.at(-1), seqs.at(-2)],
+    );
 
     // The stream replays what is kept, then resumes after a Last-Event-ID without gaps or repeats.
-    const res = await fetch(`${env.d.baseUrl}/browsers/${b.session_id}/telemetry/stream?replay=all`, { headers: { authorization: `Bearer ${env.d.apiKey}` } });
+    const res = await fetch(`${env.d.baseUrl}/browsers/${b.session_id}/telemetry/stream?replay=all`, {
+      headers: { authorization: `Bearer ${env.d.apiKey}` },
+    });
     assert.equal(res.headers.get('content-type')?.startsWith('text/event-stream'), true);
     const reader = res.body!.getReader();
     let text = '';
@@ -117,7 +148,10 @@ describe('telemetry of a session (events and stream)', () => {
     // Once the session has ended its events are still there (archived), and its stream is a 404.
     const archived = await events(b.session_id, { limit: 1000 });
     assert.ok(archived.length >= all.length, `${archived.length} archived, ${all.length} before`);
-    assert.deepEqual(archived.find((e) => e.seq === log.seq), log);
+    assert.deepEqual(
+      archived.find((e) => e.seq === log.seq),
+      log,
+    );
     await assert.rejects(env.kernel.browsers.telemetry.stream(b.session_id), NotFoundError);
     // They outlive the daemon too (restarted on another port: RBROWSE_PORT=0).
     assert.equal((await env.d.cli(['daemon', 'stop'])).exitCode, 0);
@@ -126,7 +160,9 @@ describe('telemetry of a session (events and stream)', () => {
     env.d.baseUrl = restarted.stdout.trim();
     const again = await env.d.api('GET', `/browsers/${b.session_id}/telemetry/events?limit=1000`);
     assert.equal(again.status, 200, again.text);
-    assert.deepEqual((again.body as Envelope[]).map((e) => e.seq), archived.map((e) => e.seq));
+    assert.deepEqual(
+      (again.body as Envelope[]).map((e) => e.seq),
+      archived.map((e) => e.seq),
+    );
   });
-
 });

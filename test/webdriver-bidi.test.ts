@@ -77,7 +77,10 @@ describe('WebDriver BiDi (webdriver_ws_url)', () => {
       { method: 'browsingContext.getTree', params: {} },
     ]);
     assert.equal(tree.type, 'success', JSON.stringify(tree));
-    assert.ok(tree.result.contexts.some((c: { url: string }) => c.url === `${env.fixtures.url}/hello.html`), JSON.stringify(tree.result));
+    assert.ok(
+      tree.result.contexts.some((c: { url: string }) => c.url === `${env.fixtures.url}/hello.html`),
+      JSON.stringify(tree.result),
+    );
     await env.kernel.browsers.deleteByID(b.session_id);
   });
 

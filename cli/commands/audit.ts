@@ -59,7 +59,9 @@ export function auditCommand(): Command {
       const items: AuditLogEntry[] = [];
       let token: string | undefined;
       do {
-        const res = await client.request('listAuditLogs', { query: { ...filters(o), limit: Math.min(100, want - items.length), ...(token ? { page_token: token } : {}) } });
+        const res = await client.request('listAuditLogs', {
+          query: { ...filters(o), limit: Math.min(100, want - items.length), ...(token ? { page_token: token } : {}) },
+        });
         items.push(...res.data);
         token = res.headers['x-next-page-token'] as string | undefined;
       } while (token && items.length < want);
@@ -83,9 +85,12 @@ export function auditCommand(): Command {
       let cursor: string | undefined;
       const total = { rows: 0, chunks: 0, bytes: 0 };
       for (;;) {
-        const res = await client.open('exportAuditLogs', { query: { ...filters(o), format: o.format, ...(o.limit ? { limit: o.limit } : {}), ...(cursor ? { cursor } : {}) } });
+        const res = await client.open('exportAuditLogs', {
+          query: { ...filters(o), format: o.format, ...(o.limit ? { limit: o.limit } : {}), ...(cursor ? { cursor } : {}) },
+        });
         const body = Buffer.from(await res.arrayBuffer());
-        if (createHash('sha256').update(body).digest('hex') !== res.headers.get('x-content-sha256')) throw new Error('a chunk did not match its X-Content-Sha256');
+        if (createHash('sha256').update(body).digest('hex') !== res.headers.get('x-content-sha256'))
+          throw new Error('a chunk did not match its X-Content-Sha256');
         await new Promise<void>((resolve, reject) => out.write(body, (err) => (err ? reject(err) : resolve())));
         total.rows += Number(res.headers.get('x-row-count'));
         total.chunks++;

@@ -63,7 +63,13 @@ export function printSession(s: BrowserSession): void {
 /** `--telemetry`: on with the default set (no value), plus the comma-separated categories given. */
 function telemetryArg(value: string | true | TelemetryRequest): TelemetryRequest {
   if (typeof value === 'object') return value;
-  const names = value === true ? [] : value.split(',').map((c) => c.trim()).filter(Boolean);
+  const names =
+    value === true
+      ? []
+      : value
+          .split(',')
+          .map((c) => c.trim())
+          .filter(Boolean);
   const unknown = names.filter((c) => !(TELEMETRY_CATEGORIES as readonly string[]).includes(c));
   if (unknown.length) throw new InvalidArgumentError(`unknown categories ${unknown.join(', ')} (${TELEMETRY_CATEGORIES.join(', ')})`);
   return { enabled: true, ...(names.length ? { browser: Object.fromEntries(names.map((c) => [c, { enabled: true }])) } : {}) };

@@ -192,7 +192,7 @@ export function computerCommand(): Command {
       else process.stdout.write(r.text);
     });
   covers(clipboard.command('set <id> [text]'), 'computerWriteClipboard')
-    .description('put text on the clipboard (the argument, or this command\'s input)')
+    .description("put text on the clipboard (the argument, or this command's input)")
     .addHelpText('after', '\nExamples:\n  rbrowse computer clipboard set SESSION "hello"\n  cat notes.txt | rbrowse computer clipboard set SESSION')
     .action(async (id: string, value: string | undefined, _o, c: Command) => {
       await (await clientFor(c)).call('computerWriteClipboard', { params: { id }, body: { text: value ?? (await text(process.stdin)) } });

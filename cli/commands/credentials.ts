@@ -23,7 +23,8 @@ async function values(o: { value?: Record<string, string>; valuesStdin?: boolean
   } catch {
     throw new InvalidArgumentError('standard input must be a JSON object of strings');
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidArgumentError('standard input must be a JSON object of strings');
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new InvalidArgumentError('standard input must be a JSON object of strings');
   return { ...(parsed as Record<string, string>), ...o.value };
 }
 
@@ -52,7 +53,10 @@ export function credentialsCommand(): Command {
     .option('--totp-secret <base32>', 'a TOTP secret for two-factor codes')
     .option('--sso-provider <name>', 'google, github, microsoft, ...')
     .option('--json', 'print the API object')
-    .addHelpText('after', '\nExample:\n  echo \'{"username":"alice","password":"s3cret"}\' | rbrowse credentials create --name gh --domain github.com --values-stdin')
+    .addHelpText(
+      'after',
+      '\nExample:\n  echo \'{"username":"alice","password":"s3cret"}\' | rbrowse credentials create --name gh --domain github.com --values-stdin',
+    )
     .action(async (o, cmd: Command) => {
       const body = {
         name: o.name,
@@ -137,7 +141,14 @@ export function credentialsCommand(): Command {
 
 function showProvider(o: { json?: boolean }, p: CredentialProvider): void {
   if (o.json) return printJson(p);
-  printFields([['id', p.id], ['name', p.name], ['provider_type', p.provider_type], ['enabled', String(p.enabled)], ['priority', String(p.priority)], ['updated_at', p.updated_at]]);
+  printFields([
+    ['id', p.id],
+    ['name', p.name],
+    ['provider_type', p.provider_type],
+    ['enabled', String(p.enabled)],
+    ['priority', String(p.priority)],
+    ['updated_at', p.updated_at],
+  ]);
 }
 
 /** The token from standard input: a service account token never goes on a command line. */
@@ -159,7 +170,12 @@ function providersCommand(): Command {
     .addHelpText('after', '\nExample:\n  printenv OP_SERVICE_ACCOUNT_TOKEN | rbrowse credentials providers create --name team-1p --token-stdin')
     .action(async (o, cmd: Command) => {
       if (!o.tokenStdin) throw new InvalidArgumentError('give the token on standard input with --token-stdin');
-      const body = { name: o.name, provider_type: o.providerType, token: await tokenFromStdin(), ...(o.cacheTtlSeconds !== undefined ? { cache_ttl_seconds: o.cacheTtlSeconds } : {}) };
+      const body = {
+        name: o.name,
+        provider_type: o.providerType,
+        token: await tokenFromStdin(),
+        ...(o.cacheTtlSeconds !== undefined ? { cache_ttl_seconds: o.cacheTtlSeconds } : {}),
+      };
       showProvider(o, await (await clientFor(cmd)).call('createCredentialProvider', { body }));
     });
   covers(providers.command('list'), 'listCredentialProviders')
@@ -173,8 +189,14 @@ function providersCommand(): Command {
     .addHelpText('after', '\nExample:\n  rbrowse credentials providers list')
     .action(async (o, cmd: Command) => {
       const client = await clientFor(cmd);
-      const items = await listPages(o, (page) => client.request('listCredentialProviders', { query: { ...(o.query ? { query: o.query } : {}), ...page } }));
-      printList(items, o, { id: (p) => p.id, headers: ['PROVIDER', 'NAME', 'TYPE', 'ENABLED', 'PRIORITY'], row: (p) => [p.id, p.name, p.provider_type, String(p.enabled), String(p.priority)] });
+      const items = await listPages(o, (page) =>
+        client.request('listCredentialProviders', { query: { ...(o.query ? { query: o.query } : {}), ...page } }),
+      );
+      printList(items, o, {
+        id: (p) => p.id,
+        headers: ['PROVIDER', 'NAME', 'TYPE', 'ENABLED', 'PRIORITY'],
+        row: (p) => [p.id, p.name, p.provider_type, String(p.enabled), String(p.priority)],
+      });
     });
   covers(providers.command('get'), 'getCredentialProvider')
     .description('show a provider')

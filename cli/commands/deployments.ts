@@ -95,7 +95,10 @@ export function deployCommand(): Command {
     .option('--env-file <file>', 'environment variables from a dotenv file (--env-var wins)')
     .option('--no-follow', 'answer once uploaded instead of following the build')
     .option('--json', 'print the deployment object, without the progress display')
-    .addHelpText('after', '\nExamples:\n  rbrowse deploy ./my-app/index.ts --env-var API_TOKEN=secret\n  rbrowse deploy index.ts --version 1.2.0 --env-file .env');
+    .addHelpText(
+      'after',
+      '\nExamples:\n  rbrowse deploy ./my-app/index.ts --env-var API_TOKEN=secret\n  rbrowse deploy index.ts --version 1.2.0 --env-file .env',
+    );
   cmd.action(async (entrypoint: string, o, command: Command) => {
     const path = resolve(entrypoint);
     if (!existsSync(path) || !statSync(path).isFile()) command.error(`error: ${entrypoint} is not a file`);
@@ -145,7 +148,10 @@ export function deploymentsCommand(): Command {
     .addOption(offsetOption())
     .option('--json', 'print the API objects')
     .option('-q, --quiet', 'print deployment ids only')
-    .addHelpText('after', '\nExamples:\n  rbrowse deployments ls --app-name my-app\n  rbrowse deployments ls -q --app-name my-app | xargs rbrowse deployments rm')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  rbrowse deployments ls --app-name my-app\n  rbrowse deployments ls -q --app-name my-app | xargs rbrowse deployments rm',
+    )
     .action(async (o, cmd: Command) => {
       const client = await clientFor(cmd);
       const filters = { app_name: o.appName, app_version: o.appVersion, query: o.query };

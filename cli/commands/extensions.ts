@@ -62,7 +62,7 @@ export function extensionsCommand(): Command {
       show(o, await withProgress(`uploading ${file.name} (${formatBytes(file.size)})`, upload, { quiet: o.json }));
     });
   covers(extensions.command('load'), 'loadBrowserExtensions')
-    .description("load extensions into a running session, for it alone (its browser restarts in place; CDP clients reconnect)")
+    .description('load extensions into a running session, for it alone (its browser restarts in place; CDP clients reconnect)')
     .argument('<id>', 'session id or name')
     .argument('<dir|zip...>', 'directories holding manifest.json, or zips of them; each is named after its file')
     .addHelpText('after', '\nExample:\n  rbrowse extensions load my-session ./my-extension ./other.zip')
@@ -70,7 +70,13 @@ export function extensionsCommand(): Command {
       const form = new FormData();
       const files = await Promise.all(paths.map((p) => uploadFile(p, cmd)));
       files.forEach((file, i) => {
-        form.append(`extensions[${i}][name]`, file.name.replace(/\.zip$/i, '').replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '') || `extension-${i}`);
+        form.append(
+          `extensions[${i}][name]`,
+          file.name
+            .replace(/\.zip$/i, '')
+            .replace(/[^A-Za-z0-9._-]+/g, '-')
+            .replace(/^[^A-Za-z0-9]+/, '') || `extension-${i}`,
+        );
         form.append(`extensions[${i}][zip_file]`, file);
       });
       const client = await clientFor(cmd);
@@ -129,7 +135,10 @@ export function extensionsCommand(): Command {
     .argument('<url>', 'its Chrome Web Store URL, or its 32-letter id')
     .addOption(new Option('--os <os>', 'the platform to fetch it for').choices(['linux', 'mac', 'win']).default('linux'))
     .option('-o, --output <file>', 'where to write it ("-": standard output; default ID.zip)')
-    .addHelpText('after', '\nExample:\n  rbrowse extensions from-chrome-store https://chromewebstore.google.com/detail/x/<id> -o ext.zip\n  rbrowse extensions upload ext.zip')
+    .addHelpText(
+      'after',
+      '\nExample:\n  rbrowse extensions from-chrome-store https://chromewebstore.google.com/detail/x/<id> -o ext.zip\n  rbrowse extensions upload ext.zip',
+    )
     .action(async (url: string, o, cmd: Command) => {
       const res = await (await clientFor(cmd)).open('downloadExtensionFromChromeStore', { query: { url, os: o.os } });
       const named = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1];

@@ -45,7 +45,11 @@ export function keysCommand(): Command {
     .option('--json', 'print the API object, plaintext key included')
     .addHelpText('after', '\nExample:\n  export KERNEL_API_KEY=$(rbrowse keys create --name ci --days-to-expire 30)')
     .action(async (o, cmd: Command) => {
-      const body = { name: o.name, ...(o.daysToExpire !== undefined ? { days_to_expire: o.daysToExpire } : {}), ...(o.projectId ? { project_id: o.projectId } : {}) };
+      const body = {
+        name: o.name,
+        ...(o.daysToExpire !== undefined ? { days_to_expire: o.daysToExpire } : {}),
+        ...(o.projectId ? { project_id: o.projectId } : {}),
+      };
       showCreated(o, await (await clientFor(cmd)).call('createApiKey', { body }));
     });
   covers(keys.command('list'), 'listApiKeys')
@@ -113,7 +117,10 @@ export function keysCommand(): Command {
     .option('--expire-in-days <days>', 'grace period of the old key: 0 ends it at once (default 7)', days)
     .option('--days-to-expire <days>', "the new key's lifetime (default: the old key's)", days)
     .option('--json', 'print the API object, plaintext key included')
-    .addHelpText('after', "\nRotating the CLI's own key (rbrowse auth token) updates the key the CLI uses.\n\nExample:\n  rbrowse keys rotate k1a2b3 --expire-in-days 0")
+    .addHelpText(
+      'after',
+      "\nRotating the CLI's own key (rbrowse auth token) updates the key the CLI uses.\n\nExample:\n  rbrowse keys rotate k1a2b3 --expire-in-days 0",
+    )
     .action(async (id: string, o, cmd: Command) => {
       const body = {
         ...(o.expireInDays !== undefined ? { expire_in_days: o.expireInDays } : {}),

@@ -13,7 +13,10 @@ export function playwrightCommand(): Command {
     .argument('[code]', 'the code; read from standard input when left out')
     .option('--timeout-sec <seconds>', 'stop it after this many seconds (default 60)', positiveInt)
     .option('--json', 'print the API object')
-    .addHelpText('after', `\nExamples:\n  rbrowse playwright my-session "await page.goto('https://example.com'); return page.title();"\n  rbrowse playwright my-session < scrape.ts`)
+    .addHelpText(
+      'after',
+      `\nExamples:\n  rbrowse playwright my-session "await page.goto('https://example.com'); return page.title();"\n  rbrowse playwright my-session < scrape.ts`,
+    )
     .action(async (id: string, code: string | undefined, o, cmd: Command) => {
       const body = { code: code ?? (await text(process.stdin)), ...(o.timeoutSec ? { timeout_sec: o.timeoutSec } : {}) };
       const r = await (await clientFor(cmd)).call('playwrightExecute', { params: { id }, body });

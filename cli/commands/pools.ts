@@ -158,7 +158,10 @@ export function poolsCommand(): Command {
     .option('--name <name>', 'a session name for this lease')
     .option('--tag <key=value>', 'a tag for this lease (repeatable)', tag)
     .option('--json', 'print the API object')
-    .addHelpText('after', '\nExit status 3 when no browser became available in time.\n\nExample:\n  rbrowse pools acquire ci --acquire-timeout-seconds 10')
+    .addHelpText(
+      'after',
+      '\nExit status 3 when no browser became available in time.\n\nExample:\n  rbrowse pools acquire ci --acquire-timeout-seconds 10',
+    )
     .action(async (pool: string, o, cmd: Command) => {
       const session = await (await clientFor(cmd)).call('acquirePool', {
         params: { id: pool },

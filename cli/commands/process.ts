@@ -99,7 +99,10 @@ export function processCommand(): Command {
     .addHelpText('after', '\nExamples:\n  rbrowse process stdin my-session 6f1c... "yes\\n"\n  echo yes | rbrowse process stdin my-session 6f1c...')
     .action(async (id: string, processId: string, data: string | undefined, o, c: Command) => {
       const bytes = Buffer.from(data === undefined ? await text(process.stdin) : data.replaceAll('\\n', '\n'));
-      const r = await (await clientFor(c)).call('processStdin', { params: { id, process_id: processId }, body: { data_b64: bytes.toString('base64') } });
+      const r = await (await clientFor(c)).call('processStdin', {
+        params: { id, process_id: processId },
+        body: { data_b64: bytes.toString('base64') },
+      });
       if (o.json) printJson(r);
     });
 

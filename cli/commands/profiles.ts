@@ -81,7 +81,10 @@ export function profilesCommand(): Command {
     .argument('<profile>', 'profile id or name')
     .option('-o, --output <file>', 'where to write it ("-": standard output; default NAME.tar)')
     .addOption(new Option('--format <format>', 'archive format').choices(['tar', 'tar.zst']).default('tar'))
-    .addHelpText('after', '\nExit status 3 when nothing has been saved to the profile yet.\n\nExample:\n  rbrowse profiles download github-login -o - | tar t')
+    .addHelpText(
+      'after',
+      '\nExit status 3 when nothing has been saved to the profile yet.\n\nExample:\n  rbrowse profiles download github-login -o - | tar t',
+    )
     .action(async (profile: string, o, cmd: Command) => {
       const res = await (await clientFor(cmd)).open('downloadProfile', { params: { id: profile }, query: { format: o.format } });
       if (res.status === 202) {

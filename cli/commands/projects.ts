@@ -7,22 +7,38 @@ import { listPages } from '../paging.js';
 import { count, deleteEach } from './browsers.js';
 
 const show = (o: { json?: boolean }, p: Project) =>
-  o.json ? printJson(p) : printFields([['id', p.id], ['name', p.name], ['status', p.status], ['created_at', p.created_at], ['updated_at', p.updated_at]]);
+  o.json
+    ? printJson(p)
+    : printFields([
+        ['id', p.id],
+        ['name', p.name],
+        ['status', p.status],
+        ['created_at', p.created_at],
+        ['updated_at', p.updated_at],
+      ]);
 
 const cap = (n: number | null | undefined) => (n == null ? 'none' : String(n));
 
 function showLimits(o: { json?: boolean }, l: ProjectLimits): void {
   if (o.json) return printJson(l);
-  printFields([['max_concurrent_sessions', cap(l.max_concurrent_sessions)], ['max_concurrent_invocations', cap(l.max_concurrent_invocations)]]);
+  printFields([
+    ['max_concurrent_sessions', cap(l.max_concurrent_sessions)],
+    ['max_concurrent_invocations', cap(l.max_concurrent_invocations)],
+  ]);
 }
 
 function showOrgLimits(o: { json?: boolean }, l: OrgLimits): void {
   if (o.json) return printJson(l);
-  printFields([['max_concurrent_sessions', String(l.max_concurrent_sessions)], ['default_project_max_concurrent_sessions', cap(l.default_project_max_concurrent_sessions)]]);
+  printFields([
+    ['max_concurrent_sessions', String(l.max_concurrent_sessions)],
+    ['default_project_max_concurrent_sessions', cap(l.default_project_max_concurrent_sessions)],
+  ]);
 }
 
 export function projectsCommand(): Command {
-  const projects = new Command('projects').description("your organization's projects: each holds its own browsers, pools, profiles, proxies, extensions, apps and keys");
+  const projects = new Command('projects').description(
+    "your organization's projects: each holds its own browsers, pools, profiles, proxies, extensions, apps and keys",
+  );
   covers(projects.command('create'), 'createProject')
     .description('create a project')
     .requiredOption('--name <name>', 'its name (1-255 characters)')
@@ -44,7 +60,11 @@ export function projectsCommand(): Command {
       const items = await listPages(o, (page) =>
         client.request('listProjects', { query: { ...(o.name ? { name: o.name } : {}), ...(o.query ? { query: o.query } : {}), ...page } }),
       );
-      printList(items, o, { id: (p) => p.id, headers: ['PROJECT', 'NAME', 'STATUS', 'AGE'], row: (p) => [p.id, p.name, p.status, age(p.created_at)] });
+      printList(items, o, {
+        id: (p) => p.id,
+        headers: ['PROJECT', 'NAME', 'STATUS', 'AGE'],
+        row: (p) => [p.id, p.name, p.status, age(p.created_at)],
+      });
     });
   covers(projects.command('get'), 'getProject')
     .description('show one project')
@@ -109,7 +129,12 @@ export function limitsCommand(): Command {
     .option('--json', 'print the API object')
     .addHelpText('after', '\nExample:\n  rbrowse limits set --default-project-max-concurrent-sessions 10')
     .action(async (o, cmd: Command) =>
-      showOrgLimits(o, await (await clientFor(cmd)).call('updateOrgLimits', { body: { default_project_max_concurrent_sessions: o.defaultProjectMaxConcurrentSessions } })),
+      showOrgLimits(
+        o,
+        await (await clientFor(cmd)).call('updateOrgLimits', {
+          body: { default_project_max_concurrent_sessions: o.defaultProjectMaxConcurrentSessions },
+        }),
+      ),
     );
   return limits;
 }

@@ -28,7 +28,9 @@ const show = (o: { json?: boolean }, p: ProxyAnswer) => (o.json ? printJson(p) :
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 export function proxiesCommand(): Command {
@@ -37,7 +39,9 @@ export function proxiesCommand(): Command {
   create
     .description('create a custom proxy (your own proxy server)')
     .addOption(
-      new Option('--type <type>', "proxy type; only custom works locally (the others need Kernel's managed network)").choices(PROXY_TYPES).default('custom'),
+      new Option('--type <type>', "proxy type; only custom works locally (the others need Kernel's managed network)")
+        .choices(PROXY_TYPES)
+        .default('custom'),
     )
     .option('--name <name>', 'a readable name (need not be unique)')
     .option('--host <host>', 'proxy host name or IP address')
@@ -51,7 +55,10 @@ export function proxiesCommand(): Command {
   for (const field of MANAGED_FIELDS) create.option(`--${field} <${field}>`, `${field} of the managed proxy (not for custom)`);
   create
     .option('--json', 'print the API object')
-    .addHelpText('after', '\nExample:\n  printf %s "$PW" | rbrowse proxies create --name office --host 10.0.0.5 --port 3128 --username me --password-stdin')
+    .addHelpText(
+      'after',
+      '\nExample:\n  printf %s "$PW" | rbrowse proxies create --name office --host 10.0.0.5 --port 3128 --username me --password-stdin',
+    )
     .action(async (o, cmd: Command) => {
       const password = o.passwordStdin ? await readStdin() : o.password;
       const fields = { host: o.host, port: o.port, username: o.username, password, ...Object.fromEntries(MANAGED_FIELDS.map((f) => [f, o[f]])) };

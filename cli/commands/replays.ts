@@ -33,7 +33,10 @@ export function replaysCommand(): Command {
     .action(async (id: string, o, c: Command) => {
       const r = await (await clientFor(c)).call('startReplay', {
         params: { id },
-        body: { ...(o.framerate ? { framerate: o.framerate } : {}), ...(o.maxDurationInSeconds ? { max_duration_in_seconds: o.maxDurationInSeconds } : {}) },
+        body: {
+          ...(o.framerate ? { framerate: o.framerate } : {}),
+          ...(o.maxDurationInSeconds ? { max_duration_in_seconds: o.maxDurationInSeconds } : {}),
+        },
       });
       if (o.json) printJson(r);
       else console.log(r.replay_id);

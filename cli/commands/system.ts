@@ -86,7 +86,9 @@ export function daemonCommand(): Command {
       const r = await new RbrowseClient(info.base_url, adminToken()).call('adminResources', {});
       if (o.json) return printJson(r);
       const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
-      const handles = Object.entries(r.resources).map(([k, v]) => `${k} ${v}`).join(', ');
+      const handles = Object.entries(r.resources)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
       process.stdout.write(
         `pid ${r.pid}: rss ${mib(r.rss_bytes)}, heap ${mib(r.heap_used_bytes)}, ${r.open_fds} fds, ${r.children} children, ${r.sessions} sessions\nhandles: ${handles}\n`,
       );
@@ -105,11 +107,16 @@ export function authCommand(): Command {
       process.stdout.write(`${localKey()}\n`);
     });
   covers(auth.command('create-key'), 'createApiKey', 'adminCreateKey')
-    .description("print a new API key of your organization (POST /org/api_keys), or with --org of another (made when missing; the local admin token's)")
+    .description(
+      "print a new API key of your organization (POST /org/api_keys), or with --org of another (made when missing; the local admin token's)",
+    )
     .option('--name <name>', 'a label for the key', 'cli')
     .option('--org <name>', 'an organization by name: made when missing (admin)')
     .option('--json', 'print the API object')
-    .addHelpText('after', '\nSee rbrowse keys for listing, rotating and deleting keys.\n\nExample:\n  rbrowse auth create-key --name ci\n  rbrowse auth create-key --org team-a')
+    .addHelpText(
+      'after',
+      '\nSee rbrowse keys for listing, rotating and deleting keys.\n\nExample:\n  rbrowse auth create-key --name ci\n  rbrowse auth create-key --org team-a',
+    )
     .action(async (o, cmd: Command) => {
       if (!o.org) {
         const created = await (await clientFor(cmd)).call('createApiKey', { body: { name: o.name } });
@@ -163,16 +170,33 @@ function stateCheck(): Check {
   const backup = parses(`${stateFile}.last-good`);
   let kept: string[] = [];
   try {
-    kept = readdirSync(home).filter((name) => name.startsWith('state.json.unreadable-')).map((name) => join(home, name));
+    kept = readdirSync(home)
+      .filter((name) => name.startsWith('state.json.unreadable-'))
+      .map((name) => join(home, name));
   } catch {
     // No home yet.
   }
   if (main === false && backup !== true) {
-    return { name: 'state', state: 'missing', detail: `${stateFile} does not parse and no last good copy is left: the daemon will not start`, fix: `repair it, or move it aside to start with no state: mv ${stateFile} ${stateFile}.broken` };
+    return {
+      name: 'state',
+      state: 'missing',
+      detail: `${stateFile} does not parse and no last good copy is left: the daemon will not start`,
+      fix: `repair it, or move it aside to start with no state: mv ${stateFile} ${stateFile}.broken`,
+    };
   }
-  if (main === false) return { name: 'state', state: 'warning', detail: `${stateFile} does not parse: the next start recovers from its last good copy, as current as the file was` };
+  if (main === false)
+    return {
+      name: 'state',
+      state: 'warning',
+      detail: `${stateFile} does not parse: the next start recovers from its last good copy, as current as the file was`,
+    };
   if (kept.length) {
-    return { name: 'state', state: 'warning', detail: `recovered from its last good copy once; the unreadable file is kept as ${kept.join(', ')}`, fix: `look at it, then remove it: rm ${kept.join(' ')}` };
+    return {
+      name: 'state',
+      state: 'warning',
+      detail: `recovered from its last good copy once; the unreadable file is kept as ${kept.join(', ')}`,
+      fix: `look at it, then remove it: rm ${kept.join(' ')}`,
+    };
   }
   return { name: 'state', state: 'ok', detail: main === 'missing' ? `${home} (no state yet)` : stateFile };
 }
@@ -196,7 +220,12 @@ async function boxChecks(): Promise<Check[]> {
   checks.push(
     support.uids === 'per-box'
       ? { name: 'users', state: 'ok', detail: 'each session and app runs as host users of its own' }
-      : { name: 'users', state: 'warning', detail: 'the daemon is not root: sessions run as its uid (in namespaces of their own)', fix: 'run the daemon as root (sudo) for a user per session and size-capped disks' },
+      : {
+          name: 'users',
+          state: 'warning',
+          detail: 'the daemon is not root: sessions run as its uid (in namespaces of their own)',
+          fix: 'run the daemon as root (sudo) for a user per session and size-capped disks',
+        },
   );
   checks.push(
     support.network.pasta
@@ -207,7 +236,14 @@ async function boxChecks(): Promise<Check[]> {
   checks.push(
     chromiumOn && support.namespaces.ok
       ? { name: 'chromium-sandbox', state: 'ok', detail: "Chromium runs with its own sandbox inside each session's box" }
-      : { name: 'chromium-sandbox', state: 'warning', detail: chromiumOn ? 'Chromium cannot run with its own sandbox here (no user namespaces)' : 'RBROWSE_CHROMIUM_SANDBOX=off: Chromium runs with --no-sandbox', ...(chromiumOn ? {} : { fix: 'unset RBROWSE_CHROMIUM_SANDBOX' }) },
+      : {
+          name: 'chromium-sandbox',
+          state: 'warning',
+          detail: chromiumOn
+            ? 'Chromium cannot run with its own sandbox here (no user namespaces)'
+            : 'RBROWSE_CHROMIUM_SANDBOX=off: Chromium runs with --no-sandbox',
+          ...(chromiumOn ? {} : { fix: 'unset RBROWSE_CHROMIUM_SANDBOX' }),
+        },
   );
   const limit = support.sessionLimits;
   const values = { memory: size(limit.memoryBytes), pids: `${limit.pids} tasks`, shm: size(limit.shmBytes), disk: size(limit.diskBytes) };
@@ -247,11 +283,17 @@ export function doctorCommand(): Command {
     .option('--json', 'print the checks as [{name, state, detail, fix?}]')
     .addHelpText('after', '\nExit status 1 when something is missing.\n\nExamples:\n  rbrowse doctor\n  sudo rbrowse doctor --install')
     .action(async (o) => {
-      const missingDeps = () => checkSystemDeps().filter((st) => !st.path).map((st) => st.dep);
+      const missingDeps = () =>
+        checkSystemDeps()
+          .filter((st) => !st.path)
+          .map((st) => st.dep);
       if (o.install && missingDeps().length) {
         const cmd = installCommand(missingDeps());
         process.stderr.write(`$ ${cmd}\n`);
-        const r = spawnSync('sh', ['-c', cmd], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+        const r = spawnSync('sh', ['-c', cmd], {
+          stdio: ['ignore', 'inherit', 'inherit'],
+          env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+        });
         if (r.status !== 0) process.stderr.write(`install failed (exit ${r.status})\n`);
       }
       const checks = await doctorChecks();

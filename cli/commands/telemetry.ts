@@ -53,7 +53,10 @@ export function telemetryCommand(): Command {
     .addHelpText('after', '\nExample:\n  rbrowse telemetry stream my-session --replay all')
     .action(async (id: string, o, cmd: Command) => {
       const client = await clientFor(cmd);
-      const url = new URL(`/browsers/${encodeURIComponent(id)}/telemetry/stream${o.replay ? `?replay=${encodeURIComponent(o.replay)}` : ''}`, client.baseUrl);
+      const url = new URL(
+        `/browsers/${encodeURIComponent(id)}/telemetry/stream${o.replay ? `?replay=${encodeURIComponent(o.replay)}` : ''}`,
+        client.baseUrl,
+      );
       await followUntilInterrupted<TelemetryEnvelope>(url.href, client.authHeaders(), (e) => {
         console.log(o.json ? JSON.stringify(e) : line(e).join('  '));
       });

@@ -5,16 +5,7 @@ import { ApiCallError } from '../../src/client.js';
 import type { WatchSnapshot } from '../../src/api/watch.js';
 import { tableLines } from '../output.js';
 import type { FeedSource, FeedState } from './connection.js';
-import {
-  INVOCATION_HEADERS,
-  invocationRow,
-  POOL_HEADERS,
-  poolRow,
-  SESSION_HEADERS,
-  sessionDetails,
-  sessionRow,
-  visibleWindow,
-} from './model.js';
+import { INVOCATION_HEADERS, invocationRow, POOL_HEADERS, poolRow, SESSION_HEADERS, sessionDetails, sessionRow, visibleWindow } from './model.js';
 
 /** What the dashboard's keys do to the server (or the desktop). */
 export interface DashboardActions {
@@ -40,8 +31,7 @@ type Message = { text: string; error?: boolean };
 const SIDE_LIST_ROWS = 5;
 const KEYS = '↑↓ select  enter details  l live view  d delete  c create  q quit';
 
-const errorText = (err: unknown) =>
-  err instanceof ApiCallError ? `${err.body.code}: ${err.body.message}` : ((err as Error).message ?? String(err));
+const errorText = (err: unknown) => (err instanceof ApiCallError ? `${err.body.code}: ${err.body.message}` : ((err as Error).message ?? String(err)));
 
 /** `rbrowse watch`: the org's sessions, pools and invocations, live from the daemon's feed. */
 export function Dashboard({ target, feed, actions, color }: DashboardProps): ReactNode {
@@ -132,13 +122,14 @@ export function Dashboard({ target, feed, actions, color }: DashboardProps): Rea
   const status =
     feedState.status === 'live'
       ? h(Text, { color: paint('green') }, '● live')
-      : h(
-          Text,
-          { color: paint('yellow') },
-          h(Spinner, { type: 'dots' }),
-          ` ${feedState.status}${feedState.error ? ` (${feedState.error})` : ''}`,
-        );
-  const header = h(Box, { key: 'header', gap: 2, height: 1 }, h(Text, { bold: true }, 'rbrowse watch'), h(Text, { wrap: 'truncate-end' }, feedState.baseUrl ?? target), status);
+      : h(Text, { color: paint('yellow') }, h(Spinner, { type: 'dots' }), ` ${feedState.status}${feedState.error ? ` (${feedState.error})` : ''}`);
+  const header = h(
+    Box,
+    { key: 'header', gap: 2, height: 1 },
+    h(Text, { bold: true }, 'rbrowse watch'),
+    h(Text, { wrap: 'truncate-end' }, feedState.baseUrl ?? target),
+    status,
+  );
 
   // Side lists: pools and invocations, a few rows each.
   const side = (title: string, headers: string[], all: string[][]): ReactNode[] => {
@@ -147,12 +138,18 @@ export function Dashboard({ target, feed, actions, color }: DashboardProps): Rea
     return [
       line(`${title}-gap`, ' '),
       line(`${title}-title`, `${title} (${all.length})`, { bold: true }),
-      ...(all.length ? [line(`${title}-head`, head!, { dimColor: true }), ...body.map((b, i) => line(`${title}-${i}`, b))] : [line(`${title}-none`, '  none', { dimColor: true })]),
+      ...(all.length
+        ? [line(`${title}-head`, head!, { dimColor: true }), ...body.map((b, i) => line(`${title}-${i}`, b))]
+        : [line(`${title}-none`, '  none', { dimColor: true })]),
       ...(all.length > shown.length ? [line(`${title}-more`, `  +${all.length - shown.length} more`, { dimColor: true })] : []),
     ];
   };
   const pools = side('Pools', POOL_HEADERS, (snapshot?.pools ?? []).map(poolRow));
-  const invocations = side('Invocations', INVOCATION_HEADERS, (snapshot?.invocations ?? []).map((i) => invocationRow(i, now)));
+  const invocations = side(
+    'Invocations',
+    INVOCATION_HEADERS,
+    (snapshot?.invocations ?? []).map((i) => invocationRow(i, now)),
+  );
   const details =
     mode.kind === 'details' && selected
       ? [
@@ -174,7 +171,10 @@ export function Dashboard({ target, feed, actions, color }: DashboardProps): Rea
 
   // The sessions table gets whatever height is left.
   const fixed = 1 + 1 + 1 + 1 + pools.length + invocations.length + details.length + 1 + 1 + 1;
-  const [sessionsHead, ...sessionLines] = tableLines(SESSION_HEADERS, sessions.map((w) => sessionRow(w, now)));
+  const [sessionsHead, ...sessionLines] = tableLines(
+    SESSION_HEADERS,
+    sessions.map((w) => sessionRow(w, now)),
+  );
   const room = Math.max(1, rows - fixed);
   const { start, end } = visibleWindow(sessionLines.length, index, room);
   const sessionRows = sessionLines.length

@@ -49,7 +49,11 @@ export function buildNpmrc(): [string, string][] {
  * Runs a program of the build in the box, at /app, its output line by line into the deployment's
  * log, killed on cancel and at the timeout; its exit code, or a BuildError for a cancel or timeout.
  */
-async function step(what: string, argv: string[], opts: StepOptions & { timeoutMs: number; onLine?: (line: string) => void; resultFd?: boolean }): Promise<{ code: number | null; result: Buffer }> {
+async function step(
+  what: string,
+  argv: string[],
+  opts: StepOptions & { timeoutMs: number; onLine?: (line: string) => void; resultFd?: boolean },
+): Promise<{ code: number | null; result: Buffer }> {
   const child: BoxProcess = opts.box.spawn(argv, { env: opts.env, cwd: BOX_APP, ...(opts.resultFd ? { extraFds: [RESULT_FD] } : {}) });
   const line = (l: string) => {
     opts.onLine?.(l);
@@ -72,7 +76,8 @@ async function step(what: string, argv: string[], opts: StepOptions & { timeoutM
     err.end();
     if (opts.signal.aborted) throw new BuildError('cancelled');
     if (timedOut) throw new BuildError(`${what} did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
-    if (result.error) throw new BuildError(`${what} could not start: ${result.error.code === 'ENOENT' ? `${argv[0]} is not installed` : result.error.message}`);
+    if (result.error)
+      throw new BuildError(`${what} could not start: ${result.error.code === 'ENOENT' ? `${argv[0]} is not installed` : result.error.message}`);
     return { code: result.code, result: result.fds[RESULT_FD] ?? Buffer.alloc(0) };
   } finally {
     clearTimeout(timer);
@@ -98,9 +103,7 @@ async function packageJson(dir: string): Promise<Record<string, unknown> | undef
 export async function installDependencies(source: string, opts: StepOptions): Promise<void> {
   const pkg = await packageJson(source);
   const locked = existsSync(join(source, 'package-lock.json')) || existsSync(join(source, 'npm-shrinkwrap.json'));
-  const deps = ['dependencies', 'devDependencies', 'optionalDependencies'].flatMap((k) =>
-    Object.keys((pkg?.[k] as object | undefined) ?? {}),
-  );
+  const deps = ['dependencies', 'devDependencies', 'optionalDependencies'].flatMap((k) => Object.keys((pkg?.[k] as object | undefined) ?? {}));
   if (!pkg || (!locked && deps.length === 0)) {
     opts.log('no dependencies to install');
     return;
@@ -129,7 +132,11 @@ export async function linkSdk(opts: StepOptions): Promise<void> {
 /** Loads the entrypoint in the box (the harness's `list`) and answers the apps and actions it registers. */
 export async function loadApps(entrypoint: string, opts: StepOptions): Promise<LoadedApp[]> {
   opts.log(`loading ${entrypoint}`);
-  const { code, result } = await step(`loading ${entrypoint}`, [BOX_NODE, ...harnessArgs('list', entrypoint)], { ...opts, timeoutMs: LOAD_TIMEOUT_MS, resultFd: true });
+  const { code, result } = await step(`loading ${entrypoint}`, [BOX_NODE, ...harnessArgs('list', entrypoint)], {
+    ...opts,
+    timeoutMs: LOAD_TIMEOUT_MS,
+    resultFd: true,
+  });
   let answer: { type: string; message?: string; apps?: LoadedApp[] } | undefined;
   try {
     answer = result.length ? JSON.parse(result.toString()) : undefined;

@@ -110,7 +110,8 @@ export class Deployments {
     const interrupted = this.deps.store.data.deployments.filter((d) => !TERMINAL.includes(d.status));
     if (interrupted.length) {
       await this.deps.store.update(() => {
-        for (const d of interrupted) Object.assign(d, { status: 'failed', status_reason: 'the daemon restarted during the deployment', updated_at: now() });
+        for (const d of interrupted)
+          Object.assign(d, { status: 'failed', status_reason: 'the daemon restarted during the deployment', updated_at: now() });
       });
     }
     const keep = new Set(this.deps.store.data.deployments.filter((d) => d.status === 'running').map((d) => d.id));

@@ -49,7 +49,7 @@ export class EventLog {
     this.chars += logChars(event);
     while (this.events.length > this.maxEvents || (this.chars > this.maxChars && this.events.length > 1)) {
       const oldestLog = this.events.findIndex((e) => e.event === 'log');
-      const [dropped] = this.events.splice(Math.max(oldestLog , 0), 1);
+      const [dropped] = this.events.splice(Math.max(oldestLog, 0), 1);
       this.chars -= logChars(dropped!);
     }
     for (const stream of this.followers) stream.send(event);

@@ -57,7 +57,9 @@ export async function extractZip(zipPath: string, dest: string, field = 'file', 
       }
       if (bytes + entry.uncompressedSize > limits.maxBytes) throw refuse(`more than ${limits.maxBytes} bytes uncompressed`);
       if (entry.uncompressedSize > 1024 ** 2 && entry.uncompressedSize > entry.compressedSize * limits.maxRatio) {
-        throw refuse(`entry ${JSON.stringify(name)} expands ${Math.round(entry.uncompressedSize / Math.max(1, entry.compressedSize))}-fold (a zip bomb?)`);
+        throw refuse(
+          `entry ${JSON.stringify(name)} expands ${Math.round(entry.uncompressedSize / Math.max(1, entry.compressedSize))}-fold (a zip bomb?)`,
+        );
       }
       await mkdir(dirname(target), { recursive: true, mode: 0o755 });
       const counter = new Transform({

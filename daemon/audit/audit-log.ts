@@ -25,7 +25,11 @@ export const auditRetentionFromEnv = (env: NodeJS.ProcessEnv = process.env): Ret
 type Filters = Pick<ListAuditLogsQuery, 'start' | 'end' | 'auth_strategy' | 'method' | 'exclude_method' | 'search' | 'search_user_id' | 'service'>;
 
 /** Comma-joined (the SDK's way) or repeated, as one list. */
-const list = (values: string[] | undefined) => (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+const list = (values: string[] | undefined) =>
+  (values ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 
 /** Where a page or chunk ends: the last entry given. Opaque to clients. */
 const token = (e: AuditRecord) => Buffer.from(e.id).toString('base64url');
@@ -222,7 +226,8 @@ export class AuditLog {
         if (excluded.has(e.method)) continue;
         if (q.service && e.service !== q.service) continue;
         if (search !== undefined || users.size) {
-          const text = search !== undefined && [e.path, e.user_id, e.email, e.client_ip, String(e.status)].some((f) => f.toLowerCase().includes(search));
+          const text =
+            search !== undefined && [e.path, e.user_id, e.email, e.client_ip, String(e.status)].some((f) => f.toLowerCase().includes(search));
           if (!text && !users.has(e.user_id)) continue;
         }
         window.push(e);

@@ -188,7 +188,9 @@ function forward(m) {
     const servers = [];
     forwards.set(port, servers);
     for (const host of ['127.0.0.1', '::1']) {
-      const server = net.createServer({ pauseOnConnect: true }, (socket) => handOver({ op: 'forwarded', port, family: host === '::1' ? 6 : 4 }, socket));
+      const server = net.createServer({ pauseOnConnect: true }, (socket) =>
+        handOver({ op: 'forwarded', port, family: host === '::1' ? 6 : 4 }, socket),
+      );
       server.on('error', () => server.close());
       server.listen({ port, host, exclusive: true });
       servers.push(server);

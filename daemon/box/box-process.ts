@@ -103,7 +103,8 @@ export class BoxProcess {
         const stream = this.outputs.get(Number(msg.fd));
         const data = msg.data as Uint8Array | undefined;
         if (!stream || !(data instanceof Uint8Array)) return;
-        if (!stream.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength))) this.link.send({ op: 'hold', id: this.id, fd: Number(msg.fd), hold: true });
+        if (!stream.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength)))
+          this.link.send({ op: 'hold', id: this.id, fd: Number(msg.fd), hold: true });
         break;
       }
       case 'eof':
@@ -165,7 +166,10 @@ export class BoxProcess {
 }
 
 /** Reads a box process to its end: its exit and what it wrote (each output kept up to `max` bytes). */
-export async function outputOf(proc: BoxProcess, max = 16 * 1024 * 1024): Promise<ProcessExit & { stdout: Buffer; stderr: Buffer; fds: Record<number, Buffer> }> {
+export async function outputOf(
+  proc: BoxProcess,
+  max = 16 * 1024 * 1024,
+): Promise<ProcessExit & { stdout: Buffer; stderr: Buffer; fds: Record<number, Buffer> }> {
   const read = async (stream?: Readable) => {
     const chunks: Buffer[] = [];
     let kept = 0;

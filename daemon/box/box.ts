@@ -67,7 +67,10 @@ export class Box {
     const box = new Box(opts.id ?? randomUUID(), host, opts.onForwarded, opts.log);
     let stderr = '';
     const ready = new Promise<void>((resolve, reject) => (box.ready = { resolve, reject }));
-    const timer = setTimeout(() => box.ready?.reject(new Error(`the box's agent did not start in ${READY_TIMEOUT_MS / 1000} s: ${stderr.trim()}`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => box.ready?.reject(new Error(`the box's agent did not start in ${READY_TIMEOUT_MS / 1000} s: ${stderr.trim()}`)),
+      READY_TIMEOUT_MS,
+    );
     try {
       const { pid } = await host.startBox(box.id, spec, {
         message: (msg, handle) => box.receive(msg, handle),

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { mkdir, readdir, } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { runnerScript } from '../process/node-runner.js';
@@ -171,7 +171,15 @@ export class Boxes {
         disk: { dir: diskDir, mount },
         binds: [
           ...(req.binds ?? []),
-          ...(req.app ? [{ host: 'writable' in req.app ? `${diskDir}/app` : `${this.diskDir(req.app.image)}/app`, inside: BOX_APP, writable: 'writable' in req.app }] : []),
+          ...(req.app
+            ? [
+                {
+                  host: 'writable' in req.app ? `${diskDir}/app` : `${this.diskDir(req.app.image)}/app`,
+                  inside: BOX_APP,
+                  writable: 'writable' in req.app,
+                },
+              ]
+            : []),
         ],
         etcFiles: req.etcFiles,
         network: { pasta: this.support.network.pasta, ...(resolv.forward ? { dnsForward: resolv.forward } : {}) },

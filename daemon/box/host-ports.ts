@@ -10,7 +10,10 @@ const LOCAL_V6 = new Set(['00000000000000000000000001000000', '00000000000000000
 /** TCP ports something listens on on the host's loopback (or on every address), from /proc. */
 export async function hostLoopbackPorts(): Promise<number[]> {
   const ports = new Set<number>();
-  for (const [file, local] of [['/proc/self/net/tcp', LOCAL_V4], ['/proc/self/net/tcp6', LOCAL_V6]] as const) {
+  for (const [file, local] of [
+    ['/proc/self/net/tcp', LOCAL_V4],
+    ['/proc/self/net/tcp6', LOCAL_V6],
+  ] as const) {
     const text = await readFile(file, 'latin1').catch(() => '');
     for (const line of text.split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);

@@ -92,7 +92,12 @@ export class BoxCgroups {
       const v1 = `/sys/fs/cgroup/${name}`;
       if (own.has(name) && existsSync(`${v1}/cgroup.procs`)) {
         const parent = join(v1, own.get(name)!, tag);
-        if (await mkdir(parent, { recursive: true }).then(() => true, () => false)) {
+        if (
+          await mkdir(parent, { recursive: true }).then(
+            () => true,
+            () => false,
+          )
+        ) {
           controllers.push({ name, parent, version: 1 });
           continue;
         }
@@ -182,7 +187,13 @@ export class BoxCgroups {
       }
     }
     for (let i = 0; i < 40; i++) {
-      if (await rmdir(dir).then(() => true, () => false)) return;
+      if (
+        await rmdir(dir).then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -198,7 +209,8 @@ async function unifiedParent(own: string, tag: string, name: string): Promise<{ 
   if (!existsSync(join(root, 'cgroup.controllers'))) return { why: 'neither a cgroup v1 controller nor cgroup v2 is mounted at /sys/fs/cgroup' };
   const mine = join(root, own);
   const available = (await readFile(join(mine, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/);
-  if (!available.includes(name)) return { why: `cgroup v2: the ${name} controller is not delegated to the daemon's group ${own || '/'} (run it under systemd with Delegate=yes)` };
+  if (!available.includes(name))
+    return { why: `cgroup v2: the ${name} controller is not delegated to the daemon's group ${own || '/'} (run it under systemd with Delegate=yes)` };
   try {
     await access(join(mine, 'cgroup.subtree_control'), constants.W_OK);
     const leaf = join(mine, `${tag}-daemon`);

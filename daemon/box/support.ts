@@ -34,7 +34,28 @@ function probeNamespaces(env: NodeJS.ProcessEnv): { ok: boolean; why?: string } 
   if (!bwrap) return { ok: false, why: 'bubblewrap is not installed (apt-get install bubblewrap)' };
   const uid = uidBaseFromEnv(env);
   const asBox = process.getuid?.() === 0 ? ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--'] : [];
-  const argv = [...asBox, bwrap, '--unshare-user', '--unshare-net', '--unshare-ipc', '--unshare-pid', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--', 'unshare', '--user', '--pid', '--net', '--fork', 'true'];
+  const argv = [
+    ...asBox,
+    bwrap,
+    '--unshare-user',
+    '--unshare-net',
+    '--unshare-ipc',
+    '--unshare-pid',
+    '--ro-bind',
+    '/',
+    '/',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--',
+    'unshare',
+    '--user',
+    '--pid',
+    '--net',
+    '--fork',
+    'true',
+  ];
   try {
     execFileSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
     return { ok: true };

@@ -22,7 +22,11 @@ export async function openDevTools(endpoint: DevToolsEndpoint, opts: { path?: st
   const socket = await endpoint.connect();
   const url = new URL(endpoint.wsUrl);
   if (opts.path) url.pathname = opts.path;
-  const ws = new WebSocket(url, { perMessageDeflate: false, createConnection: () => socket as never, ...(opts.maxPayload ? { maxPayload: opts.maxPayload } : {}) });
+  const ws = new WebSocket(url, {
+    perMessageDeflate: false,
+    createConnection: () => socket as never,
+    ...(opts.maxPayload ? { maxPayload: opts.maxPayload } : {}),
+  });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', resolve);
     ws.once('error', reject);
@@ -104,7 +108,10 @@ export function mergeListFlags(args: string[]): string[] {
       out.push(arg);
       continue;
     }
-    const values = arg.slice(eq + 1).split(',').filter(Boolean);
+    const values = arg
+      .slice(eq + 1)
+      .split(',')
+      .filter(Boolean);
     const seen = merged.get(name);
     if (seen) seen.push(...values.filter((v) => !seen.includes(v)));
     else {
@@ -175,7 +182,10 @@ export class ChromiumProcess implements DevToolsEndpoint {
    */
   close(graceMs = 5000): Promise<boolean> {
     this.stopping ??= (async () => {
-      const closed = await within(graceMs, sendBrowserClose(this).then(() => this.exited));
+      const closed = await within(
+        graceMs,
+        sendBrowserClose(this).then(() => this.exited),
+      );
       this.proc.kill('SIGKILL');
       if (!closed) await within(2000, this.exited);
       return closed;

@@ -33,7 +33,12 @@ export const spawnHere: Spawner = (command, args, env, opts) =>
     const exited = new Promise<ExitInfo>((done) => child.once('exit', (code, signal) => done({ code, signal })));
     child.once('error', reject);
     child.once('spawn', () =>
-      resolve({ pid: child.pid!, stderr: child.stderr!, fds: Object.fromEntries(pipes.filter((fd) => fd !== 2).map((fd) => [fd, child.stdio[fd] as Readable])), exited }),
+      resolve({
+        pid: child.pid!,
+        stderr: child.stderr!,
+        fds: Object.fromEntries(pipes.filter((fd) => fd !== 2).map((fd) => [fd, child.stdio[fd] as Readable])),
+        exited,
+      }),
     );
   });
 
@@ -122,7 +127,10 @@ export class ProcessLauncher {
   private helper?: ChildProcess;
   private next = 0;
   private readonly children = new Map<number, Pending>();
-  private readonly boxes = new Map<string, { events: BoxEvents; started?: { resolve: (p: { pid: number; childPid: number }) => void; reject: (e: Error) => void }; stopped?: () => void }>();
+  private readonly boxes = new Map<
+    string,
+    { events: BoxEvents; started?: { resolve: (p: { pid: number; childPid: number }) => void; reject: (e: Error) => void }; stopped?: () => void }
+  >();
   private closed = false;
 
   constructor(private readonly opts: { home: string; log?: (msg: string, extra?: object) => void }) {}

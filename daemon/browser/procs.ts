@@ -77,7 +77,6 @@ export function isAlive(pid: number): boolean {
 /** Kills a process group (the leader may already be gone while members remain). */
 export const killGroup = (pgid: number, sig: NodeJS.Signals = 'SIGKILL'): boolean => signal(-pgid, sig);
 
-
 /** Waits until every pid has exited; SIGKILL is asynchronous, and a dying browser still holds its files. */
 export async function waitGone(pids: number[], timeoutMs = 5000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;

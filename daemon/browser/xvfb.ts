@@ -44,10 +44,15 @@ export class DisplayAllocator {
     const xvfb = box.spawn(
       [
         this.bins.xvfb,
-        '-displayfd', '3',
-        '-screen', '0', `${MAX_SCREEN.width}x${MAX_SCREEN.height}x24`,
-        '-nolisten', 'tcp',
-        '+extension', 'RANDR',
+        '-displayfd',
+        '3',
+        '-screen',
+        '0',
+        `${MAX_SCREEN.width}x${MAX_SCREEN.height}x24`,
+        '-nolisten',
+        'tcp',
+        '+extension',
+        'RANDR',
         // Without it Xvfb resets (dropping our RANDR modes) whenever its last client leaves.
         '-noreset',
       ],

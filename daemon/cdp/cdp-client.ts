@@ -60,7 +60,10 @@ export class CdpClient {
   }
 
   off(event: string, handler: Handler): void {
-    this.handlers.set(event, (this.handlers.get(event) ?? []).filter((h) => h !== handler));
+    this.handlers.set(
+      event,
+      (this.handlers.get(event) ?? []).filter((h) => h !== handler),
+    );
   }
 
   close(): void {
@@ -69,7 +72,14 @@ export class CdpClient {
   }
 
   private receive(text: string): void {
-    const msg = JSON.parse(text) as { id?: number; method?: string; params?: unknown; sessionId?: string; result?: unknown; error?: { message: string } };
+    const msg = JSON.parse(text) as {
+      id?: number;
+      method?: string;
+      params?: unknown;
+      sessionId?: string;
+      result?: unknown;
+      error?: { message: string };
+    };
     if (msg.id === undefined) {
       // A detached session answers nothing more: what it was asked fails instead of hanging.
       if (msg.method === 'Target.detachedFromTarget') this.failSession((msg.params as { sessionId: string }).sessionId);

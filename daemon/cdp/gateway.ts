@@ -12,7 +12,13 @@ import { MAX_CLIENT_MESSAGE, RECEIVER_CAPS, TOO_BIG, type OriginCheck, type Webs
 
 /** ws's frame reader and writer: exported by ws (Receiver, Sender), untyped in @types/ws. */
 interface WsFraming {
-  Receiver: new (o: { isServer: boolean; maxPayload: number; skipUTF8Validation: boolean; maxBufferedChunks: number; maxFragments: number }) => Writable;
+  Receiver: new (o: {
+    isServer: boolean;
+    maxPayload: number;
+    skipUTF8Validation: boolean;
+    maxBufferedChunks: number;
+    maxFragments: number;
+  }) => Writable;
   Sender: { frame(data: Buffer, o: { fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean }): Buffer[] };
 }
 const { Receiver, Sender } = ws as unknown as WsFraming;
@@ -152,7 +158,15 @@ export class CdpGateway {
       client.resume();
       receiver.removeAllListeners();
       held.release();
-      const close = Buffer.concat(Sender.frame(Buffer.concat([Buffer.from([code >> 8, code & 0xff]), Buffer.from(reason)]), { fin: true, rsv1: false, opcode: OPCODES.close, mask: false, readOnly: false }));
+      const close = Buffer.concat(
+        Sender.frame(Buffer.concat([Buffer.from([code >> 8, code & 0xff]), Buffer.from(reason)]), {
+          fin: true,
+          rsv1: false,
+          opcode: OPCODES.close,
+          mask: false,
+          readOnly: false,
+        }),
+      );
       refusal = (tail) => (tail.equals(CHROMIUM_CLOSE) ? close : tail);
       upstream.unpipe(client);
       let tail: Buffer = Buffer.alloc(0);
@@ -213,7 +227,13 @@ export class CdpGateway {
    * harmless Browser.getVersion with the same id (so the answer arrives in order, through the
    * splice), and once it has passed, only this connection is closed.
    */
-  private endOnAnswer(close: { id: number; sessionId?: string }, upstream: Socket, client: Duplex, send: (data: Buffer, opcode: number) => void, closeBoth: () => void): void {
+  private endOnAnswer(
+    close: { id: number; sessionId?: string },
+    upstream: Socket,
+    client: Duplex,
+    send: (data: Buffer, opcode: number) => void,
+    closeBoth: () => void,
+  ): void {
     client.pause();
     const marker = Buffer.from(`{"id":${close.id},`);
     const timer = setTimeout(closeBoth, CLOSE_ANSWER_MS);
@@ -225,7 +245,10 @@ export class CdpGateway {
       client.end(() => closeBoth());
     };
     upstream.on('data', watch);
-    send(Buffer.from(JSON.stringify({ id: close.id, method: 'Browser.getVersion', ...(close.sessionId ? { sessionId: close.sessionId } : {}) })), OPCODES.text);
+    send(
+      Buffer.from(JSON.stringify({ id: close.id, method: 'Browser.getVersion', ...(close.sessionId ? { sessionId: close.sessionId } : {}) })),
+      OPCODES.text,
+    );
   }
 }
 
@@ -272,4 +295,3 @@ async function openUpstream(browser: DevToolsEndpoint, key: string): Promise<{ u
     req.end();
   });
 }
-

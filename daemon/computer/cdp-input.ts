@@ -144,9 +144,7 @@ export class CdpInput implements InputBackend {
   }
 
   async screenshot(session: LiveSession, rect: Rect): Promise<Buffer> {
-    const { data } = await withActivePage(session.chromium, (send) =>
-      send('Page.captureScreenshot', { format: 'png', clip: { ...rect, scale: 1 } }),
-    );
+    const { data } = await withActivePage(session.chromium, (send) => send('Page.captureScreenshot', { format: 'png', clip: { ...rect, scale: 1 } }));
     return Buffer.from(data as string, 'base64');
   }
 }

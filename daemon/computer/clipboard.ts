@@ -29,7 +29,8 @@ async function clipboardPage<T>(browser: DevToolsEndpoint, run: (evaluate: (expr
       await send('Emulation.setFocusEmulationEnabled', { enabled: true }, sessionId);
       result = await run(async (expression) => {
         const r = await send('Runtime.evaluate', { expression, awaitPromise: true, userGesture: true, returnByValue: true }, sessionId);
-        if (r.exceptionDetails) throw new ServiceUnavailableError(`the clipboard refused: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
+        if (r.exceptionDetails)
+          throw new ServiceUnavailableError(`the clipboard refused: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
         return r.result.value;
       });
     } finally {

@@ -94,9 +94,7 @@ export class ComputerControl {
 
   /** Waits for input in progress, so the position is where that input left the mouse. */
   mousePosition(org: OrgRecord, id: string): Promise<{ x: number; y: number }> {
-    return this.sessions.withSession(org, id, (session) =>
-      this.locks.run(session.id, () => this.backend(session).mousePosition(session)),
-    );
+    return this.sessions.withSession(org, id, (session) => this.locks.run(session.id, () => this.backend(session).mousePosition(session)));
   }
 
   setCursor(org: OrgRecord, id: string, hidden: boolean): Promise<{ ok: boolean }> {
@@ -137,8 +135,6 @@ export class ComputerControl {
 
   /** Not input, so it does not wait for the lock: a screenshot mid-drag shows the drag. */
   screenshot(org: OrgRecord, id: string, body: S.ScreenshotBody | undefined): Promise<Buffer> {
-    return this.sessions.withSession(org, id, (session) =>
-      this.backend(session).screenshot(session, screenshotRect(body, this.screen(session))),
-    );
+    return this.sessions.withSession(org, id, (session) => this.backend(session).screenshot(session, screenshotRect(body, this.screen(session))));
   }
 }

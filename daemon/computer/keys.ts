@@ -20,8 +20,7 @@ const named = (keysym: string, key: string, code: string, keyCode: number, extra
   ...extra,
 });
 
-const modifier = (keysym: string, key: string, code: string, keyCode: number, bit: number) =>
-  named(keysym, key, code, keyCode, { modifier: bit });
+const modifier = (keysym: string, key: string, code: string, keyCode: number, bit: number) => named(keysym, key, code, keyCode, { modifier: bit });
 
 const CTRL = modifier('Control_L', 'Control', 'ControlLeft', 17, 2);
 const ALT = modifier('Alt_L', 'Alt', 'AltLeft', 18, 1);
@@ -66,9 +65,7 @@ const KEYS: Record<string, Key> = {
   right: named('Right', 'ArrowRight', 'ArrowRight', 39),
   down: named('Down', 'ArrowDown', 'ArrowDown', 40),
   space: named('space', ' ', 'Space', 32, { text: ' ' }),
-  ...Object.fromEntries(
-    Array.from({ length: 12 }, (_, i) => [`f${i + 1}`, named(`F${i + 1}`, `F${i + 1}`, `F${i + 1}`, 112 + i)]),
-  ),
+  ...Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`f${i + 1}`, named(`F${i + 1}`, `F${i + 1}`, `F${i + 1}`, 112 + i)])),
 };
 
 /** A letter or digit stands for its own key, as in xdotool (`ctrl+t`). */

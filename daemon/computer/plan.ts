@@ -54,11 +54,7 @@ const sleep = (ms: number): Op[] => (ms > 0 ? [{ op: 'sleep', ms }] : []);
 
 /** Keys down before the body, up after it in reverse order. */
 function holding(keys: readonly Key[], body: Op[]): Op[] {
-  return [
-    ...keys.map((key): Op => ({ op: 'keyDown', key })),
-    ...body,
-    ...[...keys].reverse().map((key): Op => ({ op: 'keyUp', key })),
-  ];
+  return [...keys.map((key): Op => ({ op: 'keyDown', key })), ...body, ...[...keys].reverse().map((key): Op => ({ op: 'keyUp', key }))];
 }
 
 export interface DragInput {

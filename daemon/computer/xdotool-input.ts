@@ -77,7 +77,11 @@ export class XdotoolInput implements InputBackend {
       await flush();
     } catch (err) {
       const release = releaseOps(ops);
-      if (release.length) await this.xdotool(session, release.flatMap((o) => xdoArgs(o as Exclude<Op, { op: 'type' }>))).catch(() => {});
+      if (release.length)
+        await this.xdotool(
+          session,
+          release.flatMap((o) => xdoArgs(o as Exclude<Op, { op: 'type' }>)),
+        ).catch(() => {});
       throw err;
     }
   }

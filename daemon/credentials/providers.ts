@@ -105,7 +105,8 @@ export class CredentialProviders {
 
   async update(scope: Scope, idOrName: string, body: UpdateCredentialProviderBody): Promise<CredentialProvider> {
     const p = this.find(scope, idOrName);
-    if (body.name !== undefined && body.name !== p.name) assertNameFree(this.deps.store.data.credential_providers, this.org(scope), body.name, 'credential provider');
+    if (body.name !== undefined && body.name !== p.name)
+      assertNameFree(this.deps.store.data.credential_providers, this.org(scope), body.name, 'credential provider');
     const sealed = body.token === undefined ? undefined : await this.deps.vault.seal(body.token);
     await this.deps.store.update(() => {
       if (body.name !== undefined) p.name = body.name;
@@ -149,7 +150,14 @@ export class CredentialProviders {
         items: lists.flatMap(({ vault, items: found }) =>
           found
             .filter((i) => i.category === 'Login' || i.category === 'Password')
-            .map((i) => ({ id: i.id, title: i.title, path: `${vault.title}/${i.title}`, vault_id: vault.id, vault_name: vault.title, urls: i.websites.map((w) => w.url) })),
+            .map((i) => ({
+              id: i.id,
+              title: i.title,
+              path: `${vault.title}/${i.title}`,
+              vault_id: vault.id,
+              vault_name: vault.title,
+              urls: i.websites.map((w) => w.url),
+            })),
         ),
       };
     } catch (err) {

@@ -97,7 +97,10 @@ export class BrowserCurl {
   close(): void {
     this.closed = true;
     for (const wake of this.waiting.splice(0)) wake();
-    void this.cdp?.client.then((c) => c.close(), () => {});
+    void this.cdp?.client.then(
+      (c) => c.close(),
+      () => {},
+    );
   }
 
   private async connection(): Promise<CdpClient> {
@@ -110,7 +113,10 @@ export class BrowserCurl {
     this.pages.clear();
     const client = CdpClient.connect(browser).then((c) => {
       c.on('Fetch.requestPaused', (p: RequestPaused, sessionId) => sessionId && this.pages.get(sessionId)?.job?.paused(p));
-      c.on('Network.loadingFailed', (p: { requestId: string; errorText: string }, sessionId) => sessionId && this.pages.get(sessionId)?.job?.failed(p.requestId, p.errorText));
+      c.on(
+        'Network.loadingFailed',
+        (p: { requestId: string; errorText: string }, sessionId) => sessionId && this.pages.get(sessionId)?.job?.failed(p.requestId, p.errorText),
+      );
       return c;
     });
     this.cdp = { browser, client };
@@ -136,7 +142,16 @@ export class BrowserCurl {
       ({ sessionId: page.sessionId } = await cdp.send('Target.attachToTarget', { targetId: page.targetId, flatten: true }));
       this.pages.set(page.sessionId, page);
       await cdp.send('Network.enable', {}, page.sessionId);
-      await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }, { urlPattern: '*', requestStage: 'Response' }] }, page.sessionId);
+      await cdp.send(
+        'Fetch.enable',
+        {
+          patterns: [
+            { urlPattern: '*', requestStage: 'Request' },
+            { urlPattern: '*', requestStage: 'Response' },
+          ],
+        },
+        page.sessionId,
+      );
       return page;
     } catch (err) {
       if (page.targetId) await this.discard(cdp, page);

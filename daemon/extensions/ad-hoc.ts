@@ -40,7 +40,10 @@ export async function receiveSessionExtensions(
       const entry = formEntry(part.fieldname, 'extensions', ['name', 'zip_file'] as const, seen);
       if (!entry || entry.index >= MAX_EXTENSIONS) {
         part.file?.resume();
-        throw BadRequestError.field(part.fieldname, `is not a field of this form (extensions[i][name], extensions[i][zip_file]; at most ${MAX_EXTENSIONS})`);
+        throw BadRequestError.field(
+          part.fieldname,
+          `is not a field of this form (extensions[i][name], extensions[i][zip_file]; at most ${MAX_EXTENSIONS})`,
+        );
       }
       const field = `extensions.${entry.index}.${entry.key}`;
       if (entry.key === 'name') {
@@ -64,7 +67,8 @@ export async function receiveSessionExtensions(
       await removeTree(zip);
       const found = await readManifest(dir);
       // Known before any restart: Chromium 139 and later skip these without a word.
-      if (found.manifest.manifest_version === 2) throw BadRequestError.field(field, 'manifest_version 2: this Chromium no longer runs such extensions');
+      if (found.manifest.manifest_version === 2)
+        throw BadRequestError.field(field, 'manifest_version 2: this Chromium no longer runs such extensions');
       roots.set(entry.index, found);
     }
     if (roots.size === 0) throw BadRequestError.field('extensions', 'at least one extension is required (extensions[i][zip_file])');

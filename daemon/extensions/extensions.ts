@@ -192,7 +192,12 @@ export class Extensions implements SessionFeature {
     const now = new Date().toISOString();
     await this.deps.store.update(() => selected.forEach(({ record }) => void (record.last_used_at = now)));
     return extensionsLaunch(
-      loaded.map(({ record, index, path }) => ({ path, field: `extensions.${index}`, label: `extension ${label(record)}`, manifestVersion: record.manifest_version })),
+      loaded.map(({ record, index, path }) => ({
+        path,
+        field: `extensions.${index}`,
+        label: `extension ${label(record)}`,
+        manifestVersion: record.manifest_version,
+      })),
       this.deps.log,
     );
   }

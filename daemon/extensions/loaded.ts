@@ -58,14 +58,20 @@ export function extensionsLaunch(extensions: ExtensionToLoad[], log: (msg: strin
       '--disable-features=DisableLoadExtensionCommandLineSwitch',
     ],
     started: async ({ browser }) => {
-      const missing = await unloadedExtensions(browser, extensions.map((e) => e.path), LOAD_TIMEOUT_MS);
+      const missing = await unloadedExtensions(
+        browser,
+        extensions.map((e) => e.path),
+        LOAD_TIMEOUT_MS,
+      );
       if (missing === null) log('cannot tell which extensions Chromium loaded (no Extensions.getExtensions)');
       const failed = extensions.filter((e) => missing?.includes(e.path));
       if (failed.length === 0) return;
       const details = failed.map((e) => ({
         code: 'invalid_input',
         message: `${e.field}: Chromium did not load ${e.label}${
-          e.manifestVersion === 2 ? ': this Chromium no longer runs manifest_version 2 extensions' : ': check its manifest.json and the files it names'
+          e.manifestVersion === 2
+            ? ': this Chromium no longer runs manifest_version 2 extensions'
+            : ': check its manifest.json and the files it names'
         }`,
       }));
       throw new BadRequestError(details.map((d) => d.message).join('; '), details);

@@ -71,7 +71,10 @@ async function extensionRoot(extracted: string): Promise<string> {
  */
 export async function defaultName(found: FoundManifest): Promise<string | undefined> {
   const name = (await localized(found)) ?? found.manifest.name;
-  const clean = name.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 255);
+  const clean = name
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 255);
   return new RegExp(EXTENSION_NAME_PATTERN).test(clean) ? clean : undefined;
 }
 

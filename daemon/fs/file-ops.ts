@@ -18,12 +18,14 @@ export interface FileInfo {
 
 /** Tool errors (LC_ALL=C, so the wording is stable) as API errors; the path is named, never a host path. */
 function toApiError(stderr: string, path: string): ApiError {
-  if (/No space left on device|Disk quota exceeded/.test(stderr)) return new ServiceUnavailableError(`${path}: no space left on the disk holding the session`);
+  if (/No space left on device|Disk quota exceeded/.test(stderr))
+    return new ServiceUnavailableError(`${path}: no space left on the disk holding the session`);
   if (/No such file or directory/.test(stderr)) return new NotFoundError(`${path}: no such file or directory`);
   if (/Read-only file system|Permission denied|Operation not permitted/.test(stderr)) {
     return new ForbiddenError(`${path}: read-only or not permitted in this session`);
   }
-  if (/Directory not empty|File exists/.test(stderr)) return new ConflictError(`${path}: ${stderr.includes('exists') ? 'already exists' : 'directory not empty'}`);
+  if (/Directory not empty|File exists/.test(stderr))
+    return new ConflictError(`${path}: ${stderr.includes('exists') ? 'already exists' : 'directory not empty'}`);
   if (/cannot overwrite directory/.test(stderr)) return BadRequestError.field('path', `${path} is a directory`);
   if (/Not a directory/.test(stderr)) return BadRequestError.field('path', `${path}: a component is not a directory`);
   if (/Is a directory/.test(stderr)) return BadRequestError.field('path', `${path} is a directory`);
@@ -142,7 +144,8 @@ export class FileOps {
     if (made.code !== 0) {
       await outputOf(this.spawn(['rm', '-f', '--', temp]));
       const why = made.stderr.toString().trim().split('\n').pop() ?? '';
-      if (/Permission denied|not readable|Operation not permitted/i.test(why)) throw new ForbiddenError(`${path}: some of it is not readable in this session (${why})`);
+      if (/Permission denied|not readable|Operation not permitted/i.test(why))
+        throw new ForbiddenError(`${path}: some of it is not readable in this session (${why})`);
       if (/No space left|Disk quota/i.test(why)) throw new ServiceUnavailableError(`${path}: no space left on the session's disk for the zip`);
       // zip says "zip error: Nothing to do!" for an empty directory: an empty zip is the answer.
       if (made.code === 12) return emptyZip();
@@ -157,7 +160,9 @@ export class FileOps {
    * whatever a symlink at the destination points to, the writes stay the box's.
    */
   async unpack(dir: string, tarStream: Readable): Promise<void> {
-    const child = this.spawn(['sh', '-c', 'mkdir -p -- "$1" && exec tar -x --no-same-owner --no-same-permissions -C "$1" -f -', 'upload_zip', dir], { stdin: 'pipe' });
+    const child = this.spawn(['sh', '-c', 'mkdir -p -- "$1" && exec tar -x --no-same-owner --no-same-permissions -C "$1" -f -', 'upload_zip', dir], {
+      stdin: 'pipe',
+    });
     child.stdin!.on('error', () => tarStream.unpipe(child.stdin!));
     tarStream.pipe(child.stdin!);
     this.outcome(await outputOf(child), dir);
@@ -186,7 +191,9 @@ export class FileOps {
     let temp: string | undefined;
     try {
       temp = `${path.slice(0, path.lastIndexOf('/') + 1)}.rbrowse-write-${randomBytes(6).toString('hex')}`;
-      const child = this.spawn(['sh', '-c', 'cat > "$1" && { chmod --reference="$2" "$1" 2>/dev/null; true; }', 'write_file', temp, path], { stdin: 'pipe' });
+      const child = this.spawn(['sh', '-c', 'cat > "$1" && { chmod --reference="$2" "$1" 2>/dev/null; true; }', 'write_file', temp, path], {
+        stdin: 'pipe',
+      });
       // The upload is piped by hand, so a failed write never destroys it.
       child.stdin!.on('error', () => input.unpipe(child.stdin!));
       let cut = false;

@@ -66,7 +66,12 @@ export async function uploadZip(session: { dirs: { root: string }; files: FileOp
   const staging = await mkdtemp(join(session.dirs.root, 'upload-zip-'));
   try {
     const zipPath = join(staging, 'upload.zip');
-    const { form } = await receiveZipForm(parts, zipPath, { maxBytes: MAX_ZIP_BYTES, fileField: 'zip_file', validate: validateZipForm, what: 'the zip to extract' });
+    const { form } = await receiveZipForm(parts, zipPath, {
+      maxBytes: MAX_ZIP_BYTES,
+      fileField: 'zip_file',
+      validate: validateZipForm,
+      what: 'the zip to extract',
+    });
     const dest = sessionPath('dest_path', form.dest_path);
     const extracted = join(staging, 'x');
     await extractZip(zipPath, extracted, 'zip_file');

@@ -69,9 +69,13 @@ class Watch {
         this.emit(event);
         // inotify watches a new directory only once it is told of it: what was made in it before
         // that (mkdir -p a/b && echo > a/b/c) is found by listing it.
-        if (this.scan && event.type === 'CREATE' && event.is_dir) void this.scan(event.path).then((found) => {
-            for (const e of found) this.emit(e);
-          }, () => {});
+        if (this.scan && event.type === 'CREATE' && event.is_dir)
+          void this.scan(event.path).then(
+            (found) => {
+              for (const e of found) this.emit(e);
+            },
+            () => {},
+          );
       }
     })().catch(() => {});
     void child.exited.then(() => this.end());
@@ -126,9 +130,24 @@ export class SessionWatches {
   async start(path: string, recursive: boolean): Promise<string> {
     if (this.watches.size >= WATCHES_MAX) throw new RateLimitError(`this session already has ${this.watches.size} watches`, 5);
     const child = this.helper([
-      'inotifywait', '--monitor', '--no-newline', '--format', '%e%0%w%f%0',
-      '--event', 'create', '--event', 'modify', '--event', 'delete', '--event', 'moved_from', '--event', 'moved_to',
-      ...(recursive ? ['--recursive'] : []), '--', path,
+      'inotifywait',
+      '--monitor',
+      '--no-newline',
+      '--format',
+      '%e%0%w%f%0',
+      '--event',
+      'create',
+      '--event',
+      'modify',
+      '--event',
+      'delete',
+      '--event',
+      'moved_from',
+      '--event',
+      'moved_to',
+      ...(recursive ? ['--recursive'] : []),
+      '--',
+      path,
     ]);
     await this.established(child, path);
     const watch = new Watch(newId(), child, recursive ? (dir) => this.list(dir) : undefined);
@@ -175,7 +194,8 @@ export class SessionWatches {
     child.kill('SIGKILL');
     if (/No such file or directory|Not a directory/.test(stderr)) throw new NotFoundError(`${path}: no such file or directory`);
     if (/Permission denied/.test(stderr)) throw new ForbiddenError(`${path}: not readable in this session`);
-    if (/upper limit on inotify watches|Too many open files/.test(stderr)) throw new ServiceUnavailableError(`${path}: the machine's inotify limits are reached`);
+    if (/upper limit on inotify watches|Too many open files/.test(stderr))
+      throw new ServiceUnavailableError(`${path}: the machine's inotify limits are reached`);
     throw new ServiceUnavailableError(`${path}: the watch could not be set up (${stderr.trim().split('\n').pop() ?? 'no reason given'})`);
   }
 }

@@ -77,11 +77,21 @@ const MACHINE_CONDITIONS: Record<string, string> = {
 export function toErrorReply(err: unknown): ErrorReply {
   if (err instanceof ApiError) {
     // Overload (429) and the machine's conditions (5xx) pass; a retry would meet anything else again.
-    return { status: err.status, body: err.toBody(), retry: err.status >= 500 || err.status === 429, ...(err.headers ? { headers: err.headers } : {}) };
+    return {
+      status: err.status,
+      body: err.toBody(),
+      retry: err.status >= 500 || err.status === 429,
+      ...(err.headers ? { headers: err.headers } : {}),
+    };
   }
   const e = (err ?? {}) as FastifyishError;
   const machine = MACHINE_CONDITIONS[e.code ?? ''];
-  if (machine) return { status: 503, body: { code: 'service_unavailable', message: machine, inner_error: { code: e.code!, message: `system error ${e.code}` } }, retry: true };
+  if (machine)
+    return {
+      status: 503,
+      body: { code: 'service_unavailable', message: machine, inner_error: { code: e.code!, message: `system error ${e.code}` } },
+      retry: true,
+    };
   if (e.validation) {
     const details = validationDetails(e.validation, e.validationContext);
     const message = `invalid ${e.validationContext ?? 'request'}: ${details.map((d) => d.message).join('; ')}`;
@@ -89,9 +99,8 @@ export function toErrorReply(err: unknown): ErrorReply {
   }
   const status = e.statusCode && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
   if (status < 500) {
-    const message = e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(e.message ?? '')
-      ? `malformed JSON body: ${e.message}`
-      : (e.message ?? 'bad request');
+    const message =
+      e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(e.message ?? '') ? `malformed JSON body: ${e.message}` : (e.message ?? 'bad request');
     return { status, body: { code: CODE_BY_STATUS[status] ?? 'bad_request', message }, retry: false };
   }
   return { status: 500, body: { code: 'internal_error', message: 'internal error' }, retry: true };

@@ -124,10 +124,18 @@ export class ConnectionGuard {
     const client = socket.remoteAddress ?? 'unknown';
     const fromClient = this.perClient.get(client) ?? 0;
     if (fromClient >= this.limits.maxConnectionsPerClient && !this.evictWaiting(client)) {
-      return this.refuse(socket, new RateLimitError(`too many open connections from ${client} (${this.limits.maxConnectionsPerClient}); close idle ones`, 1));
+      return this.refuse(
+        socket,
+        new RateLimitError(`too many open connections from ${client} (${this.limits.maxConnectionsPerClient}); close idle ones`, 1),
+      );
     }
     if (this.connections.size >= this.limits.maxConnections && !this.evictWaiting()) {
-      return this.refuse(socket, Object.assign(new ServiceUnavailableError(`the daemon has ${this.limits.maxConnections} open connections, all busy; try again shortly`), { headers: { 'retry-after': '1' } }));
+      return this.refuse(
+        socket,
+        Object.assign(new ServiceUnavailableError(`the daemon has ${this.limits.maxConnections} open connections, all busy; try again shortly`), {
+          headers: { 'retry-after': '1' },
+        }),
+      );
     }
     const c: Connection = { socket, client, busy: 0, upgraded: false };
     this.connections.set(socket, c);
@@ -184,7 +192,10 @@ export class HostCheck {
   private readonly any: boolean;
 
   constructor(configuredHost: string, env: NodeJS.ProcessEnv = process.env) {
-    const extra = (env.RBROWSE_ALLOWED_HOSTS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+    const extra = (env.RBROWSE_ALLOWED_HOSTS ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean);
     this.any = extra.includes('*');
     this.names = new Set([configuredHost.toLowerCase(), ...extra]);
   }
@@ -198,7 +209,9 @@ export class HostCheck {
   }
 
   refusal(header: string | undefined): ApiError {
-    return new ForbiddenError(`the Host ${JSON.stringify(header)} is not this daemon's: use 127.0.0.1 or localhost, or add the name to RBROWSE_ALLOWED_HOSTS`);
+    return new ForbiddenError(
+      `the Host ${JSON.stringify(header)} is not this daemon's: use 127.0.0.1 or localhost, or add the name to RBROWSE_ALLOWED_HOSTS`,
+    );
   }
 }
 

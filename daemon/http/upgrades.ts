@@ -16,7 +16,9 @@ export function refuseOnSocket(socket: Duplex, err: ApiError): void {
   const body = JSON.stringify(err.toBody());
   // An overload (429, 503) may be retried; anything else is the request's own fault.
   const retry = err.status === 429 || err.status === 503;
-  const extra = Object.entries(err.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const extra = Object.entries(err.headers ?? {})
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   socket.end(
     `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n${retry ? '' : 'x-should-retry: false\r\n'}${extra}Connection: close\r\n\r\n${body}`,

@@ -113,7 +113,10 @@ export class OriginCheck {
   private readonly any: boolean;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
-    const list = (env.RBROWSE_REMOTE_ALLOW_ORIGINS ?? '').split(',').map((s) => s.trim().toLowerCase().replace(/\/+$/, '')).filter(Boolean);
+    const list = (env.RBROWSE_REMOTE_ALLOW_ORIGINS ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase().replace(/\/+$/, ''))
+      .filter(Boolean);
     this.any = list.includes('*');
     this.allowed = new Set(list);
   }

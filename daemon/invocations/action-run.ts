@@ -5,14 +5,10 @@ import { RESULT_FD } from '../apps/harness-command.js';
 import { LineSplitter } from '../line-splitter.js';
 
 /** How an action ended, as the harness (or the lack of it) told. */
-export type Outcome =
-  | { status: 'succeeded'; output?: string }
-  | { status: 'failed'; reason: string };
+export type Outcome = { status: 'succeeded'; output?: string } | { status: 'failed'; reason: string };
 
 /** What the harness writes to its answer descriptor before it exits (see the apps interface). */
-type HarnessMessage =
-  | { type: 'result'; output?: string }
-  | { type: 'error'; message?: string; stack?: string };
+type HarnessMessage = { type: 'result'; output?: string } | { type: 'error'; message?: string; stack?: string };
 
 export interface ActionRunOptions {
   boxes: Boxes;

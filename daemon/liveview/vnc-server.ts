@@ -39,12 +39,22 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
     // umask 0: the socket is the box's user's, and the agent (another uid) connects to it.
     const child = req.box.spawn(
       [
-        'sh', '-c', 'umask 0; exec "$@"', 'x11vnc',
+        'sh',
+        '-c',
+        'umask 0; exec "$@"',
         'x11vnc',
-        '-display', `:${req.display}`,
-        '-unixsock', socketPath,
+        'x11vnc',
+        '-display',
+        `:${req.display}`,
+        '-unixsock',
+        socketPath,
         // No TCP listener at all (libvncserver opens [::]:5900 by itself otherwise).
-        '-rfbport', '0', '-rfbportv6', '-1', '-no6', '-noipv6',
+        '-rfbport',
+        '0',
+        '-rfbportv6',
+        '-1',
+        '-no6',
+        '-noipv6',
         '-safer',
         '-nopw',
         '-shared',
@@ -53,12 +63,17 @@ export async function startVncServer(req: VncRequest, attempts = 3): Promise<Vnc
         '-xrandr',
         '-nonc',
         '-nowireframe',
-        '-wait', wait,
-        '-defer', '0',
+        '-wait',
+        wait,
+        '-defer',
+        '0',
       ],
       { env: req.env },
     );
-    const started = await child.started.then(() => true, (err: Error) => ((lastError = err.message), false));
+    const started = await child.started.then(
+      () => true,
+      (err: Error) => ((lastError = err.message), false),
+    );
     if (!started) continue;
     const exited = child.exited.then(() => {});
     let output = '';

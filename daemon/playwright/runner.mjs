@@ -33,7 +33,9 @@ try {
   answer({ success: false, error: `the code does not compile: ${err.message}` });
 }
 
-const browser = await chromium.connectOverCDP(cdp, { timeout: 30_000 }).catch((err) => answer({ success: false, error: `could not connect to the session's browser: ${err.message}` }));
+const browser = await chromium
+  .connectOverCDP(cdp, { timeout: 30_000 })
+  .catch((err) => answer({ success: false, error: `could not connect to the session's browser: ${err.message}` }));
 const context = browser.contexts()[0] ?? (await browser.newContext());
 const page = context.pages()[0] ?? (await context.newPage());
 const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;

@@ -154,8 +154,7 @@ export class PoolManager {
     const pool = this.find(org, idOrName);
     let id: string | null | undefined = this.takeIdle(pool);
     if (!id) {
-      const waitMs =
-        body.acquire_timeout_seconds !== undefined ? body.acquire_timeout_seconds * 1000 : defaultAcquireTimeoutMs(pool.config);
+      const waitMs = body.acquire_timeout_seconds !== undefined ? body.acquire_timeout_seconds * 1000 : defaultAcquireTimeoutMs(pool.config);
       id = await pool.waiters.wait(waitMs, hungUp);
       if (!id) return null;
     }
@@ -163,7 +162,10 @@ export class PoolManager {
       if (hungUp.aborted) throw new Error('the acquirer left');
       // Per-lease labels go through the session's own update: same name rule as PATCH /browsers.
       if (body.name !== undefined || body.tags) {
-        await this.deps.sessions.update(org, id, { ...(body.name !== undefined ? { name: body.name } : {}), ...(body.tags ? { tags: body.tags } : {}) });
+        await this.deps.sessions.update(org, id, {
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.tags ? { tags: body.tags } : {}),
+        });
       }
     } catch (err) {
       this.giveBack(pool, id);

@@ -128,7 +128,8 @@ class SessionProcess {
   async resize(rows: number, cols: number): Promise<void> {
     if (!this.tty) throw new BadRequestError(`process ${this.id} has no pseudo-terminal (spawn it with allocate_tty)`);
     if (!this.running) throw new ConflictError(`process ${this.id} has exited`);
-    const script = 'for d in /proc/[0-9]*; do [ "$(cat "$d/stat" 2>/dev/null | cut -d" " -f4)" = "$1" ] || continue; t=$(readlink "$d/fd/0"); case "$t" in /dev/pts/*) exec stty -F "$t" rows "$2" cols "$3";; esac; done; exit 1';
+    const script =
+      'for d in /proc/[0-9]*; do [ "$(cat "$d/stat" 2>/dev/null | cut -d" " -f4)" = "$1" ] || continue; t=$(readlink "$d/fd/0"); case "$t" in /dev/pts/*) exec stty -F "$t" rows "$2" cols "$3";; esac; done; exit 1';
     const r = await outputOf(this.box.spawn(['sh', '-c', script, 'resize', String(this.pid), String(rows), String(cols)]));
     if (r.code !== 0) throw new ConflictError(`process ${this.id}: its terminal is gone`);
   }
@@ -211,7 +212,14 @@ export class SessionProcesses {
     try {
       const done = await outputOf(child, EXEC_OUTPUT_MAX);
       const stderr = done.error ? Buffer.concat([done.stderr, Buffer.from(`${startError(done.error)}\n`)]) : done.stderr;
-      return { exitCode: timedOut ? TIMEOUT_EXIT : exitCodeOf(done), timedOut, stdout: done.stdout, stderr, result: done.fds[3] ?? Buffer.alloc(0), durationMs: Date.now() - started };
+      return {
+        exitCode: timedOut ? TIMEOUT_EXIT : exitCodeOf(done),
+        timedOut,
+        stdout: done.stdout,
+        stderr,
+        result: done.fds[3] ?? Buffer.alloc(0),
+        durationMs: Date.now() - started,
+      };
     } finally {
       clearTimeout(timer);
       clearTimeout(graceTimer);
@@ -272,10 +280,7 @@ export class SessionProcesses {
     for (const p of exited.slice(0, Math.max(0, exited.length - EXITED_KEPT))) this.processes.delete(p.id);
   }
 
-  private start(
-    body: ProcessExecBody,
-    opts: { tty: boolean; rows?: number; cols?: number; input?: string; resultPipe?: boolean },
-  ): BoxProcess {
+  private start(body: ProcessExecBody, opts: { tty: boolean; rows?: number; cols?: number; input?: string; resultPipe?: boolean }): BoxProcess {
     if (this.closed) throw new NotFoundError('the session is ending');
     this.checkUser(body);
     const cwd = body.cwd ? sessionPath('cwd', body.cwd) : BOX_USER.home;
@@ -305,7 +310,9 @@ export class SessionProcesses {
     if (body.as_root) throw new ForbiddenError("as_root: processes run as the session's user (a session is not a virtual machine here)");
     if (body.as_user === undefined || body.as_user === null || body.as_user === '') return;
     if (body.as_user !== BOX_USER.name && body.as_user !== String(BOX_USER.uid)) {
-      throw new ForbiddenError(`as_user: processes run as the session's user ("${BOX_USER.name}", uid ${BOX_USER.uid}); ${body.as_user} is not available`);
+      throw new ForbiddenError(
+        `as_user: processes run as the session's user ("${BOX_USER.name}", uid ${BOX_USER.uid}); ${body.as_user} is not available`,
+      );
     }
   }
 }

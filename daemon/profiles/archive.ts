@@ -11,8 +11,20 @@ import type { FileOps } from '../fs/file-ops.js';
  * Cookies, Local Storage, IndexedDB, Service Worker storage and Preferences stay.
  */
 const EXCLUDED_DIRS = [
-  'Cache', 'Code Cache', 'GPUCache', 'GrShaderCache', 'GraphiteDawnCache', 'ShaderCache', 'DawnCache', 'DawnGraphiteCache',
-  'DawnWebGPUCache', 'component_crx_cache', 'extensions_crx_cache', 'Crashpad', 'Crash Reports', 'BrowserMetrics',
+  'Cache',
+  'Code Cache',
+  'GPUCache',
+  'GrShaderCache',
+  'GraphiteDawnCache',
+  'ShaderCache',
+  'DawnCache',
+  'DawnGraphiteCache',
+  'DawnWebGPUCache',
+  'component_crx_cache',
+  'extensions_crx_cache',
+  'Crashpad',
+  'Crash Reports',
+  'BrowserMetrics',
 ];
 const EXCLUDED_FILES = ['*.pma', 'Singleton*', 'DevToolsActivePort', 'lockfile', 'LOCK'];
 
@@ -34,7 +46,30 @@ function findExpression(): string[] {
   const files = EXCLUDED_FILES.flatMap((f, i) => [...(i ? ['-o'] : []), '-name', f]);
   // Excluded directories are pruned whole; excluded files skipped; of the rest, files and directories printed.
   // %P: the path below the directory, as the archive names it (no "./").
-  return ['-type', 'd', '(', ...dirs, ')', '-prune', '-o', '-type', 'f', '(', ...files, ')', '-o', '(', '-type', 'f', '-o', '-type', 'd', ')', '-printf', '%P\\0'];
+  return [
+    '-type',
+    'd',
+    '(',
+    ...dirs,
+    ')',
+    '-prune',
+    '-o',
+    '-type',
+    'f',
+    '(',
+    ...files,
+    ')',
+    '-o',
+    '(',
+    '-type',
+    'f',
+    '-o',
+    '-type',
+    'd',
+    ')',
+    '-printf',
+    '%P\\0',
+  ];
 }
 
 /**
@@ -73,7 +108,10 @@ export async function packUserData(files: FileOps, userDataDir: string, archive:
 
 /** Unpacks a profile archive into a box's user-data directory (inside the box, as its user); false when there is none yet. */
 export async function unpackUserData(archive: string, files: FileOps, userDataDir: string): Promise<boolean> {
-  const exists = await stat(archive).then(() => true, () => false);
+  const exists = await stat(archive).then(
+    () => true,
+    () => false,
+  );
   if (!exists) return false;
   await files.unpack(userDataDir, createReadStream(archive));
   return true;

@@ -2,13 +2,7 @@ import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline, type Readable } from 'node:stream';
 import { createZstdCompress } from 'node:zlib';
-import type {
-  CreateProfileBody,
-  DownloadProfileQuery,
-  ListProfilesQuery,
-  Profile,
-  UpdateProfileBody,
-} from '../../src/api/profiles.js';
+import type { CreateProfileBody, DownloadProfileQuery, ListProfilesQuery, Profile, UpdateProfileBody } from '../../src/api/profiles.js';
 import type { CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';

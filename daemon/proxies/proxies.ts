@@ -85,10 +85,7 @@ export class Proxies implements SessionFeature {
   async create(org: OrgRecord, body: CreateProxyBody): Promise<ProxyAnswer> {
     const { type, name, protocol = 'http', bypass_hosts, config = {} } = body;
     if (type !== 'custom') {
-      throw BadRequestError.field(
-        'type',
-        `${type} proxies need Kernel's managed network; only custom proxies (your own proxy server) work here`,
-      );
+      throw BadRequestError.field('type', `${type} proxies need Kernel's managed network; only custom proxies (your own proxy server) work here`);
     }
     const { host, port, username, password, ...managedOnly } = config;
     const foreign = Object.keys(managedOnly)[0];

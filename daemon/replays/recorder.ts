@@ -113,22 +113,48 @@ export class ReplayRecorder implements SessionFeature {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const part = join(dir, `${record.replay_id}.part.mp4`);
     const output = [
-      '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-pix_fmt',
+      'yuv420p',
       // Fragments also flush at FRAGMENT_BYTES: -fs is checked as the file grows, so a busy
       // screen (megabytes a second) cannot overshoot by a whole 2-second fragment; the limit
       // leaves room for the last fragment and the final index, so the mp4 stays within the cap.
-      '-movflags', '+frag_keyframe+empty_moov', '-frag_duration', '2000000', '-frag_size', String(FRAGMENT_BYTES),
-      '-fs', String(Math.max(this.deps.maxMegabytes * 1024 ** 2 - 2 * FRAGMENT_BYTES, (this.deps.maxMegabytes * 1024 ** 2) / 2)),
+      '-movflags',
+      '+frag_keyframe+empty_moov',
+      '-frag_duration',
+      '2000000',
+      '-frag_size',
+      String(FRAGMENT_BYTES),
+      '-fs',
+      String(Math.max(this.deps.maxMegabytes * 1024 ** 2 - 2 * FRAGMENT_BYTES, (this.deps.maxMegabytes * 1024 ** 2) / 2)),
       ...(body.max_duration_in_seconds ? ['-t', String(body.max_duration_in_seconds)] : []),
-      '-f', 'mp4', 'pipe:1',
+      '-f',
+      'mp4',
+      'pipe:1',
     ];
     let recording: Recording;
     if (session.display) {
       const { width, height } = session.record.viewport;
-      const ffmpeg = this.ffmpeg(session, [
-        '-f', 'x11grab', '-framerate', String(framerate), '-video_size', `${width}x${height}`, '-draw_mouse', '1', '-i', `:${session.display.number}`,
-        ...output,
-      ], part);
+      const ffmpeg = this.ffmpeg(
+        session,
+        [
+          '-f',
+          'x11grab',
+          '-framerate',
+          String(framerate),
+          '-video_size',
+          `${width}x${height}`,
+          '-draw_mouse',
+          '1',
+          '-i',
+          `:${session.display.number}`,
+          ...output,
+        ],
+        part,
+      );
       recording = { record, ...ffmpeg, box: session.box, endInput: () => void ffmpeg.ffmpeg.stdin?.end('q'), done: Promise.resolve() };
     } else {
       recording = await this.screencast(session, record, framerate, output, part);
@@ -184,7 +210,14 @@ export class ReplayRecorder implements SessionFeature {
       if (this.recordings.has(id)) continue;
       const dir = join(this.deps.dir, id);
       const files = await readdir(dir).catch(() => [] as string[]);
-      const times = await Promise.all(files.map((f) => stat(join(dir, f)).then((s) => s.mtimeMs, () => 0)));
+      const times = await Promise.all(
+        files.map((f) =>
+          stat(join(dir, f)).then(
+            (s) => s.mtimeMs,
+            () => 0,
+          ),
+        ),
+      );
       if (Math.max(0, ...times) < Date.now() - maxAgeMs) await rm(dir, { recursive: true, force: true });
     }
   }
@@ -221,13 +254,25 @@ export class ReplayRecorder implements SessionFeature {
    */
   private async screencast(session: LiveSession, record: ReplayRecord, framerate: number, output: string[], part: string): Promise<Recording> {
     const { width, height } = session.record.viewport;
-    const { ffmpeg, finished } = this.ffmpeg(session, [
-      '-f', 'image2pipe', '-c:v', 'mjpeg', '-use_wallclock_as_timestamps', '1', '-i', '-',
-      // The frames are the page, under the window's (invisible) browser UI: they sit at the bottom of
-      // a screen of the viewport's size, as in a headful recording.
-      '-vf', `fps=${framerate},scale=w='min(iw,${width})':h='min(ih,${height})',pad=${width}:${height}:0:oh-ih`,
-      ...output,
-    ], part);
+    const { ffmpeg, finished } = this.ffmpeg(
+      session,
+      [
+        '-f',
+        'image2pipe',
+        '-c:v',
+        'mjpeg',
+        '-use_wallclock_as_timestamps',
+        '1',
+        '-i',
+        '-',
+        // The frames are the page, under the window's (invisible) browser UI: they sit at the bottom of
+        // a screen of the viewport's size, as in a headful recording.
+        '-vf',
+        `fps=${framerate},scale=w='min(iw,${width})':h='min(ih,${height})',pad=${width}:${height}:0:oh-ih`,
+        ...output,
+      ],
+      part,
+    );
     const cdp = await CdpClient.connect(session.chromium);
     const { targetInfos } = (await cdp.send('Target.getTargets')) as { targetInfos: { targetId: string; type: string }[] };
     const page = targetInfos.find((t) => t.type === 'page');
@@ -342,7 +387,13 @@ async function remux(box: Box, part: string, final: string): Promise<boolean> {
   if (box.isStopped) return false;
   const temp = `/tmp/.rbrowse-remux-${Date.now()}.mp4`;
   const child = box.spawn(
-    ['sh', '-c', 'ffmpeg -hide_banner -loglevel error -f mp4 -i pipe:0 -c copy -movflags +faststart -f mp4 -y "$1" && cat -- "$1"; s=$?; rm -f -- "$1"; exit $s', 'remux', temp],
+    [
+      'sh',
+      '-c',
+      'ffmpeg -hide_banner -loglevel error -f mp4 -i pipe:0 -c copy -movflags +faststart -f mp4 -y "$1" && cat -- "$1"; s=$?; rm -f -- "$1"; exit $s',
+      'remux',
+      temp,
+    ],
     { env: boxEnv(), stdin: 'pipe' },
   );
   const partial = `${final}.${process.pid}.tmp`;

@@ -1,7 +1,14 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BackgroundPriority } from '../browser/background-priority.js';
-import { cdpCommands, launchChromium, resizeWindows, type ChromiumOptions, type ChromiumProcess, type DevToolsEndpoint } from '../browser/chromium.js';
+import {
+  cdpCommands,
+  launchChromium,
+  resizeWindows,
+  type ChromiumOptions,
+  type ChromiumProcess,
+  type DevToolsEndpoint,
+} from '../browser/chromium.js';
 import { sleep, within } from '../browser/procs.js';
 import { ConflictError, NotFoundError } from '../../src/errors.js';
 import { SessionProcesses } from '../process/session-processes.js';
@@ -54,7 +61,11 @@ export function sessionDirs(sessionsDir: string, id: string) {
  */
 async function boot(options: ChromiumOptions, features: FeatureLaunch[], startUrl: string | undefined): Promise<ChromiumProcess> {
   const opensItself = features.some((f) => f.opensStartUrl);
-  const chromium = await launchChromium({ ...options, startUrl: opensItself ? undefined : startUrl, extraArgs: features.flatMap((f) => f.args ?? []) });
+  const chromium = await launchChromium({
+    ...options,
+    startUrl: opensItself ? undefined : startUrl,
+    extraArgs: features.flatMap((f) => f.args ?? []),
+  });
   try {
     for (const f of features) await f.started?.({ browser: chromium, startUrl });
   } catch (err) {
@@ -401,7 +412,9 @@ export class LiveSession {
       await this.processRunner?.stop();
       const graceful = await this.chromium.close();
       for (const f of this.features) {
-        await f.closed?.({ graceful }).catch((err: unknown) => this.deps.log?.('session feature failed at close', { session: this.id, error: String(err) }));
+        await f
+          .closed?.({ graceful })
+          .catch((err: unknown) => this.deps.log?.('session feature failed at close', { session: this.id, error: String(err) }));
       }
       const vnc = this.vnc;
       this.vnc = undefined;

@@ -1,12 +1,5 @@
 import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, UpdateBrowserBody } from '../../src/api/schemas.js';
-import {
-  ApiError,
-  BadRequestError,
-  ConflictError,
-  NotFoundError,
-  ServiceUnavailableError,
-  UnauthorizedError,
-} from '../../src/errors.js';
+import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
 import { paginate, type ListPage as Page } from '../paging.js';
@@ -125,13 +118,15 @@ export class SessionManager {
 
   /** The org's running sessions, newest first, with their connected clients and inactivity deadline. */
   activity(org: OrgRecord): { session: BrowserSession; cdp_clients: number; viewers: number; timeout_at: number | null }[] {
-    return this.listWhere(org, (r) => this.liveSession(r.id) !== undefined)
-      .reverse()
-      // Without its ever-growing usage, so an idle feed's snapshots stay equal (rbrowse watch shows the age).
-      .map(({ usage: _usage, ...session }) => {
-        const live = this.liveSession(session.session_id)!;
-        return { session, cdp_clients: live.connected('cdp'), viewers: live.connected('viewer'), timeout_at: this.timeoutAt(session.session_id) };
-      });
+    return (
+      this.listWhere(org, (r) => this.liveSession(r.id) !== undefined)
+        .reverse()
+        // Without its ever-growing usage, so an idle feed's snapshots stay equal (rbrowse watch shows the age).
+        .map(({ usage: _usage, ...session }) => {
+          const live = this.liveSession(session.session_id)!;
+          return { session, cdp_clients: live.connected('cdp'), viewers: live.connected('viewer'), timeout_at: this.timeoutAt(session.session_id) };
+        })
+    );
   }
 
   /**
@@ -248,7 +243,10 @@ export class SessionManager {
     const at = new Date(record.created_at);
     const cdp = await this.deps.tokens.sign(record.id, record.org_id, 'cdp', at);
     if (record.headless) return { cdp };
-    const [live, view] = await Promise.all([this.deps.tokens.sign(record.id, record.org_id, 'live', at), this.deps.tokens.sign(record.id, record.org_id, 'view', at)]);
+    const [live, view] = await Promise.all([
+      this.deps.tokens.sign(record.id, record.org_id, 'live', at),
+      this.deps.tokens.sign(record.id, record.org_id, 'view', at),
+    ]);
     return { cdp, live, view };
   }
 
@@ -269,12 +267,7 @@ export class SessionManager {
     };
   }
 
-  private async launch(
-    org: OrgRecord,
-    body: CreateBrowserBody,
-    viewport: Viewport,
-    opts: CreateOptions,
-  ): Promise<BrowserSession> {
+  private async launch(org: OrgRecord, body: CreateBrowserBody, viewport: Viewport, opts: CreateOptions): Promise<BrowserSession> {
     // A pool's refill is background work: it never takes a turn a waiting create could have.
     const release = await this.deps.admission.acquire(org.id, { background: Boolean(opts.pool) });
     let session: LiveSession;
@@ -359,12 +352,14 @@ export class SessionManager {
   async list(org: OrgRecord, q: ListBrowsersQuery): Promise<ListPage> {
     const status = q.include_deleted ? 'all' : (q.status ?? 'active');
     const sources = status === 'active' ? [this.deps.store.data.sessions] : [this.deps.history.all(), this.deps.store.data.sessions];
-    const matches = sources.flat().filter(
-      (s) =>
-        s.org_id === org.id &&
-        (status === 'all' || (status === 'active') === !s.deleted_at) &&
-        (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)),
-    );
+    const matches = sources
+      .flat()
+      .filter(
+        (s) =>
+          s.org_id === org.id &&
+          (status === 'all' || (status === 'active') === !s.deleted_at) &&
+          (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)),
+      );
     // Newest first, as an operator looking for the session they just made expects.
     matches.sort((a, b) => b.created_at.localeCompare(a.created_at));
     const page = paginate(matches, q);
@@ -459,7 +454,9 @@ export class SessionManager {
       if (err instanceof ApiError) throw err;
       // A browser (or display) that died under the request fails it some unforeseen way; that is
       // the session ending, not a daemon fault. Its exit is noticed within moments.
-      const ended = session.isStopping || (await within(ENDED_GRACE_MS, Promise.race([session.chromium.exited, session.display?.exited ?? new Promise(() => {})])));
+      const ended =
+        session.isStopping ||
+        (await within(ENDED_GRACE_MS, Promise.race([session.chromium.exited, session.display?.exited ?? new Promise(() => {})])));
       if (ended) throw new NotFoundError(`browser session ${idOrName} ended while the request ran (its browser exited)`);
       throw err;
     } finally {
@@ -502,9 +499,7 @@ export class SessionManager {
 
   /** The org's active sessions that match, as API objects (an invocation's browsers). */
   listWhere(org: OrgRecord, match: (r: SessionRecord) => boolean): BrowserSession[] {
-    return this.deps.store.data.sessions
-      .filter((s) => s.org_id === org.id && !s.deleted_at && match(s))
-      .map((r) => this.view(r));
+    return this.deps.store.data.sessions.filter((s) => s.org_id === org.id && !s.deleted_at && match(s)).map((r) => this.view(r));
   }
 
   /** Ends the active sessions that match (an invocation's browsers when it ends); how many. */
@@ -594,9 +589,7 @@ export class SessionManager {
     const mine = all.filter((s) => s.org_id === org.id && (includeDeleted || !s.deleted_at));
     // A live session wins over deleted ones of the same name.
     const record =
-      mine.find((s) => s.id === idOrName) ??
-      mine.find((s) => s.name === idOrName && !s.deleted_at) ??
-      mine.findLast((s) => s.name === idOrName);
+      mine.find((s) => s.id === idOrName) ?? mine.find((s) => s.name === idOrName && !s.deleted_at) ?? mine.findLast((s) => s.name === idOrName);
     if (!record) throw new NotFoundError(`browser session ${idOrName} not found`);
     return record;
   }

@@ -13,7 +13,10 @@ export interface Opened<T> {
 
 /** Nothing good is left to start from: the daemon refuses to start rather than start empty. */
 export class StateUnreadableError extends Error {
-  constructor(readonly file: string, readonly reason: string) {
+  constructor(
+    readonly file: string,
+    readonly reason: string,
+  ) {
     super(
       `${file} does not parse (${reason}) and no good copy of it is left (${file}.last-good).\n` +
         `The daemon will not start empty over it: fix the file, or move it aside to start with no state.`,

@@ -121,7 +121,12 @@ export class History<T extends { id: string }> {
     const parts: string[] = [];
     for (let i = 0; i < records.length; i += COMPACT_SLICE) {
       if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      parts.push(records.slice(i, i + COMPACT_SLICE).map((r) => `${JSON.stringify(r)}\n`).join(''));
+      parts.push(
+        records
+          .slice(i, i + COMPACT_SLICE)
+          .map((r) => `${JSON.stringify(r)}\n`)
+          .join(''),
+      );
     }
     const text = parts.join('');
     await replaceFile(this.file, text);

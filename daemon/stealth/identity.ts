@@ -87,7 +87,8 @@ async function readIdentity(cdp: CdpClient, httpOrigin: string): Promise<Browser
     { expression: `navigator.userAgentData.getHighEntropyValues(${JSON.stringify(HINTS)})`, awaitPromise: true, returnByValue: true },
     sessionId,
   );
-  if (exceptionDetails) throw new Error(`reading navigator.userAgentData failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
+  if (exceptionDetails)
+    throw new Error(`reading navigator.userAgentData failed: ${exceptionDetails.exception?.description ?? exceptionDetails.text}`);
   const { uaFullVersion, ...hints } = result.value as Omit<UserAgentMetadata, 'fullVersion'> & { uaFullVersion: string };
   return { userAgent, metadata: { ...hints, fullVersion: uaFullVersion } };
 }

@@ -116,13 +116,16 @@ export class TargetPatcher {
     try {
       if (FRAMES.has(type)) {
         if (type === 'page') this.pages.add(sessionId);
-        const done = await within(SETUP_MS, Promise.all([
-          send('Page.enable'),
-          send('Page.addScriptToEvaluateOnNewDocument', { source: this.script, runImmediately: true }),
-          send('Emulation.setUserAgentOverride', { userAgent: this.identity.userAgent, userAgentMetadata: this.identity.metadata }),
-          // Its out-of-process iframes and dedicated workers attach to this session, paused alike.
-          send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }),
-        ]));
+        const done = await within(
+          SETUP_MS,
+          Promise.all([
+            send('Page.enable'),
+            send('Page.addScriptToEvaluateOnNewDocument', { source: this.script, runImmediately: true }),
+            send('Emulation.setUserAgentOverride', { userAgent: this.identity.userAgent, userAgentMetadata: this.identity.metadata }),
+            // Its out-of-process iframes and dedicated workers attach to this session, paused alike.
+            send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }),
+          ]),
+        );
         if (!done) this.log('stealth setup of a target took too long; it runs unpatched', { type, url: targetInfo.url });
       } else if (WORKERS.has(type) && (type === 'worker' || parent === undefined)) {
         // Shared and service workers attach twice (to the browser and to each page using them): set up once.
@@ -150,12 +153,10 @@ export class TargetPatcher {
   private paused(sessionId: string | undefined): void {
     if (!sessionId || !this.pendingWorkers.delete(sessionId)) return;
     const send = (method: string, params: object = {}) => this.cdp.send(method, params, sessionId);
-    void Promise.all([
-      send('Runtime.evaluate', { expression: this.script }),
-      send('Debugger.resume'),
-      send('Debugger.disable'),
-    ]).catch((err: unknown) => {
-      if (!this.cdp.closed && !GONE.test(String(err))) this.log('stealth setup of a worker failed', { error: String(err) });
-    });
+    void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume'), send('Debugger.disable')]).catch(
+      (err: unknown) => {
+        if (!this.cdp.closed && !GONE.test(String(err))) this.log('stealth setup of a worker failed', { error: String(err) });
+      },
+    );
   }
 }

@@ -33,7 +33,12 @@ export class TelemetryArchive {
   async read(sessionId: string): Promise<TelemetryEnvelope[]> {
     await this.writing.get(sessionId);
     const text = await readFile(this.file(sessionId), 'utf8').catch(() => '');
-    return text ? text.trimEnd().split('\n').map((line) => JSON.parse(line) as TelemetryEnvelope) : [];
+    return text
+      ? text
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line) as TelemetryEnvelope)
+      : [];
   }
 
   /** Removes the files older than maxAgeMs (the history's retention). */

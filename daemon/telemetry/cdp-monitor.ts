@@ -136,7 +136,9 @@ export class CdpMonitor {
     cdp.on('Page.domContentEventFired', (p, sessionId) =>
       this.cdpEvent('page_dom_content_loaded', 'page', 'Page.domContentEventFired', sessionId, { cdp_timestamp: p.timestamp }),
     );
-    cdp.on('Page.loadEventFired', (p, sessionId) => this.cdpEvent('page_load', 'page', 'Page.loadEventFired', sessionId, { cdp_timestamp: p.timestamp }));
+    cdp.on('Page.loadEventFired', (p, sessionId) =>
+      this.cdpEvent('page_load', 'page', 'Page.loadEventFired', sessionId, { cdp_timestamp: p.timestamp }),
+    );
   }
 
   /** Enables what the categories need on a new target; a target that goes meanwhile is no error. */

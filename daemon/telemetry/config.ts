@@ -28,9 +28,14 @@ export const CDP_CATEGORIES: readonly TelemetryCategory[] = ['console', 'network
  * plus the categories given, and categories alone merge onto the current set (the defaults when
  * none is active). A set with nothing enabled is off.
  */
-export function resolveCategories(request: TelemetryRequest | null | undefined, current: Categories | null | undefined, mode: 'create' | 'update'): Categories | null {
+export function resolveCategories(
+  request: TelemetryRequest | null | undefined,
+  current: Categories | null | undefined,
+  mode: 'create' | 'update',
+): Categories | null {
   const given = Object.entries(request?.browser ?? {}).filter(([, v]) => v?.enabled !== undefined) as [TelemetryCategory, { enabled: boolean }][];
-  if (request?.enabled === false && given.length) throw BadRequestError.field('telemetry.enabled', 'false cannot be combined with browser category settings');
+  if (request?.enabled === false && given.length)
+    throw BadRequestError.field('telemetry.enabled', 'false cannot be combined with browser category settings');
   if (!request || (request.enabled === undefined && given.length === 0)) return mode === 'create' ? null : (current ?? null);
   if (request.enabled === false) return null;
   const base = request.enabled === true || mode === 'create' ? DEFAULTS : (current ?? DEFAULTS);

@@ -82,7 +82,6 @@ export class SessionTelemetry {
     return this.events;
   }
 
-
   /** A live reader: after `afterSeq` (Last-Event-ID), from the oldest kept (`replay=all`), or new events only. */
   follow(stream: EventStream, from: { afterSeq?: number; all?: boolean }): void {
     const after = from.afterSeq ?? (from.all ? 0 : this.seq);
@@ -117,7 +116,9 @@ export class SessionTelemetry {
 /** An event too large keeps only its context fields, marked truncated. */
 function truncated(event: TelemetryEvent): TelemetryEvent {
   const keep = ['target_id', 'target_type', 'session_id', 'frame_id', 'loader_id', 'nav_seq', 'url', 'request_id', 'status', 'method', 'level'];
-  const data = Object.fromEntries(Object.entries(event.data ?? {}).filter(([k, v]) => keep.includes(k) && (typeof v !== 'string' || v.length < 8192)));
+  const data = Object.fromEntries(
+    Object.entries(event.data ?? {}).filter(([k, v]) => keep.includes(k) && (typeof v !== 'string' || v.length < 8192)),
+  );
   return { ...event, data, truncated: true };
 }
 

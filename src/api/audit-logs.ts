@@ -9,7 +9,7 @@ export const AuditLogEntrySchema = Type.Object({
   method: Type.String(),
   path: Type.String({ description: 'The request path, without its query' }),
   route: Type.String({ description: 'The matched route pattern, e.g. /browsers/{id}' }),
-  status: Type.Integer({ description: 'The answer: the call\'s result' }),
+  status: Type.Integer({ description: "The answer: the call's result" }),
   duration_ms: Type.Integer(),
   auth_strategy: Type.String({ description: 'api_key' }),
   user_id: Type.String({ description: 'Who: the id of the API key that made the call' }),
@@ -66,8 +66,7 @@ export const auditLogRoutes = {
     method: 'GET',
     url: '/audit-logs/export/chunk',
     auth: 'key',
-    summary:
-      'One chunk of the audit log as JSON lines (X-Row-Count, X-Has-More, X-Next-Cursor for older records, X-Content-Sha256 of the body)',
+    summary: 'One chunk of the audit log as JSON lines (X-Row-Count, X-Has-More, X-Next-Cursor for older records, X-Content-Sha256 of the body)',
     tag: 'audit-logs',
     querystring: ExportAuditLogsQuerySchema,
     success: { status: 200, body: null },

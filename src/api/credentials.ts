@@ -8,7 +8,9 @@ import { NoContent, type RouteDef } from './route-def.js';
 const strict = { additionalProperties: false } as const;
 const NameSchema = Type.String({ minLength: 1, maxLength: 255, description: 'Unique within the project' });
 const DomainSchema = Type.String({ minLength: 1, maxLength: 2048, description: 'The site it logs into, e.g. github.com' });
-const ValuesSchema = Type.Record(Type.String({ minLength: 1, maxLength: 255 }), Type.String({ maxLength: 65_536 }), { description: 'Field name to value (username, password, ...)' });
+const ValuesSchema = Type.Record(Type.String({ minLength: 1, maxLength: 255 }), Type.String({ maxLength: 65_536 }), {
+  description: 'Field name to value (username, password, ...)',
+});
 const TotpSecretSchema = Type.String({ maxLength: 1024, description: 'Base32 TOTP secret; spaces and dashes are ignored' });
 
 export const CredentialSchema = Type.Object({

@@ -7,11 +7,18 @@ import type { RouteDef } from './route-def.js';
 export const CurlBodySchema = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: 16384, description: 'Absolute http(s) URL' }),
-    method: Type.Optional(Type.Union(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].map((m) => Type.Literal(m)), { default: 'GET' })),
-    headers: Type.Optional(Type.Record(Type.String({ pattern: '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$', maxLength: 256 }), Type.String({ maxLength: 16384 }), {
-      additionalProperties: false,
-      description: "Merged over the browser's own request headers (Cookie, Host and Content-Length stay the browser's)",
-    })),
+    method: Type.Optional(
+      Type.Union(
+        ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].map((m) => Type.Literal(m)),
+        { default: 'GET' },
+      ),
+    ),
+    headers: Type.Optional(
+      Type.Record(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", maxLength: 256 }), Type.String({ maxLength: 16384 }), {
+        additionalProperties: false,
+        description: "Merged over the browser's own request headers (Cookie, Host and Content-Length stay the browser's)",
+      }),
+    ),
     body: Type.Optional(Type.String({ maxLength: 16 * 1024 * 1024, description: 'Request body (POST, PUT, PATCH)' })),
     response_encoding: Type.Optional(Type.Union([Type.Literal('utf8'), Type.Literal('base64')], { default: 'utf8' })),
     timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 300_000, default: 30_000 })),

@@ -17,11 +17,10 @@ const DeploymentStatusSchema = Type.Union([
 ]);
 export type DeploymentStatus = Static<typeof DeploymentStatusSchema>;
 
-const EnvVarsSchema = Type.Record(
-  Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }),
-  Type.String({ maxLength: 65536 }),
-  { maxProperties: 200, additionalProperties: false },
-);
+const EnvVarsSchema = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String({ maxLength: 65536 }), {
+  maxProperties: 200,
+  additionalProperties: false,
+});
 
 /**
  * The text fields of POST /deployments (multipart, beside the zip in `file`), as the SDKs send
@@ -34,9 +33,7 @@ export const DeployFormSchema = Type.Object(
       maxLength: 1024,
       description: 'Path of the entrypoint inside the zip (relative, no ..)',
     }),
-    version: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f]+$', description: 'Default latest' }),
-    ),
+    version: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f]+$', description: 'Default latest' })),
     env_vars: Type.Optional(EnvVarsSchema),
     force: Type.Optional(Type.Boolean({ description: 'Accepted; a deploy of the same app and version always replaces the old one' })),
     region: Type.Optional(RegionSchema),

@@ -55,8 +55,7 @@ export const extensionRoutes = {
     method: 'POST',
     url: '/extensions',
     auth: 'key',
-    summary:
-      'Upload an unpacked extension: multipart zip in `file` (manifest.json at its root or in its one top-level folder), optional `name`',
+    summary: 'Upload an unpacked extension: multipart zip in `file` (manifest.json at its root or in its one top-level folder), optional `name`',
     tag: 'extensions',
     success: { status: 200, body: ExtensionSchema },
     consumes: 'multipart/form-data',

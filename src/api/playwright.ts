@@ -10,7 +10,7 @@ export const PlaywrightExecuteSchema = Type.Object(
     code: Type.String({
       minLength: 1,
       maxLength: 1024 * 1024,
-      description: "TypeScript or JavaScript, the body of an async function given `page`, `context` and `browser`; what it returns is `result`",
+      description: 'TypeScript or JavaScript, the body of an async function given `page`, `context` and `browser`; what it returns is `result`',
     }),
     timeout_sec: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, default: 60, description: 'Killed after this many seconds (default 60)' })),
   },

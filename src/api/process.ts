@@ -13,12 +13,14 @@ const ProcessFields = {
   command: Type.String({ minLength: 1, maxLength: 4096, description: 'The program: a name looked up in PATH, or a path inside the session' }),
   args: Type.Optional(Type.Array(Type.String({ maxLength: 131072 }), { maxItems: 4096 })),
   cwd: Nullable(Type.String({ minLength: 1, maxLength: 4096, description: 'Absolute working directory inside the session (default /home/kernel)' })),
-  env: Type.Optional(Type.Record(Type.String({ pattern: '^[^=\\u0000]+$', maxLength: 1024 }), Type.String({ maxLength: 131072 }), {
-    description: "Added to (and overriding) the session environment",
-    additionalProperties: false,
-  })),
+  env: Type.Optional(
+    Type.Record(Type.String({ pattern: '^[^=\\u0000]+$', maxLength: 1024 }), Type.String({ maxLength: 131072 }), {
+      description: 'Added to (and overriding) the session environment',
+      additionalProperties: false,
+    }),
+  ),
   as_root: Type.Optional(Type.Boolean({ description: 'Refused (403): a session is not a VM here; its processes run as the session user' })),
-  as_user: Nullable(Type.String({ maxLength: 64, description: "The session user by name or uid; any other user is refused (403)" })),
+  as_user: Nullable(Type.String({ maxLength: 64, description: 'The session user by name or uid; any other user is refused (403)' })),
   timeout_sec: Nullable(Type.Integer({ minimum: 1, maximum: 86_400, description: 'Killed after this many seconds (exit code 124)' })),
 };
 

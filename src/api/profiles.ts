@@ -27,9 +27,7 @@ export const ListProfilesQuerySchema = Type.Object({
 export type ListProfilesQuery = Static<typeof ListProfilesQuerySchema>;
 
 export const DownloadProfileQuerySchema = Type.Object({
-  format: Type.Optional(
-    Type.Union([Type.Literal('tar'), Type.Literal('tar.zst')], { description: 'tar (default) or zstd-compressed tar' }),
-  ),
+  format: Type.Optional(Type.Union([Type.Literal('tar'), Type.Literal('tar.zst')], { description: 'tar (default) or zstd-compressed tar' })),
 });
 export type DownloadProfileQuery = Static<typeof DownloadProfileQuerySchema>;
 

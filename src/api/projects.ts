@@ -24,7 +24,9 @@ export type CreateProjectBody = Static<typeof CreateProjectSchema>;
 export const UpdateProjectSchema = Type.Object(
   {
     name: Type.Optional(ProjectNameSchema),
-    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')], { description: 'An archived project refuses requests scoped to it' })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('archived')], { description: 'An archived project refuses requests scoped to it' }),
+    ),
   },
   strict,
 );
@@ -38,9 +40,13 @@ export const ListProjectsQuerySchema = Type.Object({
 export type ListProjectsQuery = Static<typeof ListProjectsQuerySchema>;
 
 export const ProjectLimitsSchema = Type.Object({
-  max_concurrent_sessions: Type.Union([Type.Integer(), Type.Null()], { description: 'Browsers at once (sessions and pool reservations); null: the organization default applies' }),
+  max_concurrent_sessions: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Browsers at once (sessions and pool reservations); null: the organization default applies',
+  }),
   max_concurrent_invocations: Type.Union([Type.Integer(), Type.Null()], { description: 'Invocations queued or running at once; null: no cap' }),
-  max_pooled_sessions: Type.Union([Type.Integer(), Type.Null()], { description: 'Deprecated: always null (pooled browsers count toward max_concurrent_sessions)' }),
+  max_pooled_sessions: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Deprecated: always null (pooled browsers count toward max_concurrent_sessions)',
+  }),
 });
 export type ProjectLimits = Static<typeof ProjectLimitsSchema>;
 
@@ -55,7 +61,10 @@ export const UpdateProjectLimitsSchema = Type.Object(
 export type UpdateProjectLimitsBody = Static<typeof UpdateProjectLimitsSchema>;
 
 export const OrgLimitsSchema = Type.Object({
-  max_concurrent_sessions: Type.Integer({ description: "The organization's limit: browsers at once across its projects (RBROWSE_ORG_MAX_SESSIONS; by default what the machine's memory holds)" }),
+  max_concurrent_sessions: Type.Integer({
+    description:
+      "The organization's limit: browsers at once across its projects (RBROWSE_ORG_MAX_SESSIONS; by default what the machine's memory holds)",
+  }),
   default_project_max_concurrent_sessions: Type.Union([Type.Integer(), Type.Null()], { description: 'The cap of every project without its own' }),
 });
 export type OrgLimits = Static<typeof OrgLimitsSchema>;

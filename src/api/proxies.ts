@@ -10,17 +10,14 @@ const strict = { additionalProperties: false } as const;
 export const PROXY_TYPES = ['datacenter', 'isp', 'residential', 'mobile', 'custom'] as const;
 export type ProxyType = (typeof PROXY_TYPES)[number];
 const ProxyTypeSchema = Type.Enum([...PROXY_TYPES], {
-  description: 'Proxy type; datacenter, isp, residential and mobile need Kernel\'s managed network',
+  description: "Proxy type; datacenter, isp, residential and mobile need Kernel's managed network",
 });
 const ProtocolSchema = Type.Enum(['http', 'https'], {
   description: 'How the daemon talks to the proxy: http (default here) or https (TLS to the proxy)',
 });
 
 /** A host name or IPv4 address (ajv's hostname format accepts both), or an IPv6 address. */
-const HostSchema = Type.Union([
-  Type.String({ format: 'hostname', maxLength: 253 }),
-  Type.String({ format: 'ipv6' }),
-]);
+const HostSchema = Type.Union([Type.String({ format: 'hostname', maxLength: 253 }), Type.String({ format: 'ipv6' })]);
 // Basic auth joins user and password with a colon, and both travel in a header line.
 const NO_CONTROL = '^[^\\u0000-\\u001f\\u007f]*$';
 const UsernameSchema = Type.String({ minLength: 1, maxLength: 255, pattern: '^[^:\\u0000-\\u001f\\u007f]+$' });
@@ -64,9 +61,7 @@ export type UpdateProxyBody = Static<typeof UpdateProxySchema>;
 
 export const CheckProxySchema = Type.Object(
   {
-    url: Type.Optional(
-      Type.String({ format: 'uri', pattern: '^https?://', maxLength: 8192, description: 'Reach this URL through the proxy' }),
-    ),
+    url: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://', maxLength: 8192, description: 'Reach this URL through the proxy' })),
   },
   strict,
 );
@@ -134,7 +129,7 @@ export const proxyRoutes = {
     method: 'PATCH',
     url: '/proxies/:id',
     auth: 'key',
-    summary: "Rename a proxy (names need not be unique)",
+    summary: 'Rename a proxy (names need not be unique)',
     tag: 'proxies',
     params: IdParamsSchema,
     body: UpdateProxySchema,

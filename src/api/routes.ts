@@ -82,7 +82,7 @@ export const routes = {
     url: '/browsers/:id/extensions',
     auth: 'key',
     summary:
-      "Load unpacked extensions into a running session (multipart: extensions[i][name], extensions[i][zip_file]); its browser restarts in place, keeping the session, its jwts and profile (CDP clients reconnect)",
+      'Load unpacked extensions into a running session (multipart: extensions[i][name], extensions[i][zip_file]); its browser restarts in place, keeping the session, its jwts and profile (CDP clients reconnect)',
     tag: 'browsers',
     params: S.IdParamsSchema,
     success: NoContent,
@@ -434,7 +434,7 @@ export const routes = {
     method: 'POST',
     url: '/browsers/:id/fs/watch',
     auth: 'key',
-    summary: 'Start watching a path for changes (404 if it is missing); read them from the watch\'s events stream',
+    summary: "Start watching a path for changes (404 if it is missing); read them from the watch's events stream",
     tag: 'fs',
     params: S.IdParamsSchema,
     body: S.FsWatchStartSchema,
@@ -445,7 +445,7 @@ export const routes = {
     url: '/browsers/:id/fs/watch/:watch_id/events',
     auth: 'key',
     summary:
-      'A watch\'s changes (server-sent events): `fs_event` events {type: CREATE|WRITE|DELETE|RENAME, path, name, is_dir}, those since the last reader first; ends when the watch stops',
+      "A watch's changes (server-sent events): `fs_event` events {type: CREATE|WRITE|DELETE|RENAME, path, name, is_dir}, those since the last reader first; ends when the watch stops",
     tag: 'fs',
     params: S.FsWatchParamsSchema,
     success: { status: 200, body: null },
@@ -516,6 +516,6 @@ type SuccessOf<K extends OperationId> = Routes[K] extends { produces: string }
   ? RawBody
   : Routes[K]['success']['body'] extends TSchema
     ? Static<Routes[K]['success']['body']>
-    // biome-ignore lint/suspicious/noConfusingVoidType: a route that answers no body has a handler that returns nothing
-    : void;
+    : // biome-ignore lint/suspicious/noConfusingVoidType: a route that answers no body has a handler that returns nothing
+      void;
 export type ResponseOf<K extends OperationId> = Routes[K] extends { noContentOnNull: true } ? SuccessOf<K> | null : SuccessOf<K>;

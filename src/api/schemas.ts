@@ -23,7 +23,9 @@ export const HealthSchema = Type.Object({
       Type.Object({
         ready: Type.Integer({ minimum: 0 }),
         wanted: Type.Integer({ minimum: 0 }),
-        learned: Type.Optional(Type.Literal(true, { description: 'kept because creates asked for this kind (standby learn=K), until none has for a while' })),
+        learned: Type.Optional(
+          Type.Literal(true, { description: 'kept because creates asked for this kind (standby learn=K), until none has for a while' }),
+        ),
       }),
       {
         description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted',
@@ -158,9 +160,7 @@ export const BrowserSessionSchema = Type.Object(
     persistence: Type.Optional(Type.Object({ id: Type.String() })),
     profile: Type.Optional(ProfileMetadataSchema),
     proxy_id: Type.Optional(Type.String()),
-    viewport: Type.Optional(
-      Type.Object({ width: Type.Integer(), height: Type.Integer(), refresh_rate: Type.Optional(Type.Integer()) }),
-    ),
+    viewport: Type.Optional(Type.Object({ width: Type.Integer(), height: Type.Integer(), refresh_rate: Type.Optional(Type.Integer()) })),
     kiosk_mode: Type.Optional(Type.Boolean()),
     deleted_at: Type.Optional(Type.String({ format: 'date-time' })),
     name: Type.Optional(Type.String()),
@@ -168,10 +168,10 @@ export const BrowserSessionSchema = Type.Object(
     start_url: Type.Optional(Type.String()),
     invocation_id: Type.Optional(Type.String()),
     pool: Type.Optional(BrowserPoolRefSchema),
-    telemetry: Type.Optional(Type.Union([TelemetryConfigSchema, Type.Null()], { description: 'The categories captured; absent while telemetry is off' })),
-    usage: Type.Optional(
-      Type.Object({ uptime_ms: Type.Integer({ description: 'How long the session has run, or ran until it ended' }) }),
+    telemetry: Type.Optional(
+      Type.Union([TelemetryConfigSchema, Type.Null()], { description: 'The categories captured; absent while telemetry is off' }),
     ),
+    usage: Type.Optional(Type.Object({ uptime_ms: Type.Integer({ description: 'How long the session has run, or ran until it ended' }) })),
   },
   { description: 'A browser session' },
 );
@@ -190,18 +190,13 @@ export const PaginationQuery = {
 
 export const ListBrowsersQuerySchema = Type.Object({
   ...PaginationQuery,
-  status: Type.Optional(
-    Type.Union([Type.Literal('active'), Type.Literal('deleted'), Type.Literal('all')], { default: 'active' }),
-  ),
+  status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('deleted'), Type.Literal('all')], { default: 'active' })),
   include_deleted: Type.Optional(Type.Boolean({ description: 'Deprecated: same as status=all' })),
   query: Type.Optional(Type.String({ description: 'Matches the session id or name (substring)' })),
 });
 export type ListBrowsersQuery = Static<typeof ListBrowsersQuerySchema>;
 
-export const CreateKeySchema = Type.Object(
-  { org: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }) },
-  strict,
-);
+export const CreateKeySchema = Type.Object({ org: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }) }, strict);
 export const CreatedKeySchema = Type.Object({ org_id: Type.String(), org: Type.String(), key: Type.String() });
 
 export const DaemonResourcesSchema = Type.Object({
@@ -219,7 +214,14 @@ export const DaemonResourcesSchema = Type.Object({
     { description: "How late the daemon's event loop ran, since the previous reading (every request waits at least that)" },
   ),
   connections: Type.Object(
-    { open: Type.Integer(), waiting: Type.Integer(), evicted: Type.Integer(), refused: Type.Integer(), websockets: Type.Integer(), held_bytes: Type.Integer() },
+    {
+      open: Type.Integer(),
+      waiting: Type.Integer(),
+      evicted: Type.Integer(),
+      refused: Type.Integer(),
+      websockets: Type.Integer(),
+      held_bytes: Type.Integer(),
+    },
     {
       description:
         'HTTP connections open now (waiting: without a request in progress), and since the start: closed to make room for newcomers at the cap, refused at the cap; websockets open and the bytes of their unfinished client messages held',
@@ -241,8 +243,7 @@ export const CdpVersionSchema = Type.Object(
 export const JwtQuerySchema = Type.Object({ jwt: Type.Optional(Type.String()) });
 
 // Browser pools. A pool's browsers take the session fields of POST /browsers, with the same schemas.
-const { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, name, tags } =
-  CreateBrowserSchema.properties;
+const { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, name, tags } = CreateBrowserSchema.properties;
 const poolSessionFields = { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url };
 
 export const PoolNameSchema = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._-]+$' });
@@ -295,9 +296,7 @@ export const BrowserPoolConfigSchema = Type.Object({
   name: Type.Optional(Type.String()),
   viewport: Type.Optional(BrowserSessionSchema.properties.viewport),
   profile: Type.Optional(Type.Object({ id: Type.Optional(Type.String()), name: Type.Optional(Type.String()) })),
-  extensions: Type.Optional(
-    Type.Array(Type.Object({ id: Type.Optional(Type.String()), name: Type.Optional(Type.String()) })),
-  ),
+  extensions: Type.Optional(Type.Array(Type.Object({ id: Type.Optional(Type.String()), name: Type.Optional(Type.String()) }))),
   proxy_id: Type.Optional(Type.String()),
   start_url: Type.Optional(Type.String()),
 });
@@ -530,7 +529,9 @@ export const LogStreamQuerySchema = Type.Object({
   source: Type.Union([Type.Literal('path'), Type.Literal('supervisor')], {
     description: "path: a file inside the session; supervisor: a program's own log (supervisor_process: chromium)",
   }),
-  follow: Type.Optional(Type.Boolean({ default: true, description: 'true: lines written from now on, until the client leaves; false: the whole file, then the end' })),
+  follow: Type.Optional(
+    Type.Boolean({ default: true, description: 'true: lines written from now on, until the client leaves; false: the whole file, then the end' }),
+  ),
   path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
   supervisor_process: Type.Optional(Type.String({ maxLength: 64 })),
 });

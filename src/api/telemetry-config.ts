@@ -3,19 +3,34 @@ import { Type, type Static } from 'typebox';
 // A session's telemetry configuration (create and PATCH bodies, the session object), apart from
 // the telemetry routes so that schemas.ts can use it without a cycle.
 
-export const TELEMETRY_CATEGORIES = ['control', 'connection', 'system', 'captcha', 'console', 'network', 'page', 'interaction', 'screenshot'] as const;
+export const TELEMETRY_CATEGORIES = [
+  'control',
+  'connection',
+  'system',
+  'captcha',
+  'console',
+  'network',
+  'page',
+  'interaction',
+  'screenshot',
+] as const;
 export type TelemetryCategory = (typeof TELEMETRY_CATEGORIES)[number];
 
 const CategoryConfigSchema = Type.Object({ enabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
 const CategoriesSchema = Type.Object(
-  Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, Type.Optional(CategoryConfigSchema)])) as Record<TelemetryCategory, ReturnType<typeof Type.Optional<typeof CategoryConfigSchema>>>,
+  Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, Type.Optional(CategoryConfigSchema)])) as Record<
+    TelemetryCategory,
+    ReturnType<typeof Type.Optional<typeof CategoryConfigSchema>>
+  >,
   { additionalProperties: false },
 );
 
 /** The `telemetry` of a create or PATCH body. */
 export const TelemetryRequestSchema = Type.Object(
   {
-    enabled: Type.Optional(Type.Boolean({ description: 'true: capture the default set (control, connection, system, captcha) plus `browser`; false: none' })),
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'true: capture the default set (control, connection, system, captcha) plus `browser`; false: none' }),
+    ),
     browser: Type.Optional(CategoriesSchema),
   },
   { additionalProperties: false },
@@ -32,4 +47,3 @@ export const TelemetryConfigSchema = Type.Object({
   ),
 });
 export type TelemetryConfig = Static<typeof TelemetryConfigSchema>;
-

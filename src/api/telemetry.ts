@@ -71,7 +71,7 @@ export const telemetryRoutes = {
     method: 'GET',
     url: '/browser/telemetry/stream',
     auth: 'session-jwt',
-    summary: "telemetryStream for the session named by the jwt: where the official SDK sends it (base_url + /telemetry/stream)",
+    summary: 'telemetryStream for the session named by the jwt: where the official SDK sends it (base_url + /telemetry/stream)',
     tag: 'telemetry',
     querystring: Type.Object({ ...JwtQuerySchema.properties, ...TelemetryStreamQuerySchema.properties }),
     success: { status: 200, body: null },

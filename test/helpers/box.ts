@@ -8,7 +8,12 @@ import { Boxes } from '../../daemon/box/boxes.js';
 import { FileOps } from '../../daemon/fs/file-ops.js';
 
 /** A box of a session's kind, made as the daemon makes them, without a daemon: for tests of what runs in boxes. */
-export async function standaloneBox(): Promise<{ box: Box; files: FileOps; sh(script: string): Promise<{ code: number | null; stdout: string; stderr: string }>; close(): Promise<void> }> {
+export async function standaloneBox(): Promise<{
+  box: Box;
+  files: FileOps;
+  sh(script: string): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  close(): Promise<void>;
+}> {
   const home = await mkdtemp(join(tmpdir(), 'rbrowse-box-'));
   const log = () => {};
   const launcher = new ProcessLauncher({ home, log });
@@ -33,7 +38,10 @@ export async function standaloneBox(): Promise<{ box: Box; files: FileOps; sh(sc
 /** A session's disk on the host (its home and /tmp below it), as /proc/mounts shows it to anyone. */
 export async function diskOf(id: string): Promise<string> {
   const mounts = await readFile('/proc/mounts', 'utf8');
-  const dir = mounts.split('\n').map((l) => l.split(' ')[1]!).find((m) => m?.endsWith(`-${id}`));
+  const dir = mounts
+    .split('\n')
+    .map((l) => l.split(' ')[1]!)
+    .find((m) => m?.endsWith(`-${id}`));
   if (!dir) throw new Error(`the disk of ${id} is not mounted`);
   return dir;
 }

@@ -48,13 +48,7 @@ export function cleanEnv(home: string): Record<string, string> {
   return { ...env, RBROWSE_HOME: home, RBROWSE_PORT: '0', RBROWSE_STANDBY: '0', NO_COLOR: '1' };
 }
 
-export async function callApi<T = any>(
-  baseUrl: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  key?: string | null,
-): Promise<ApiResponse<T>> {
+export async function callApi<T = any>(baseUrl: string, method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse<T>> {
   const headers: Record<string, string> = {};
   if (key) headers.authorization = `Bearer ${key}`;
   let payload: string | undefined;
@@ -64,7 +58,7 @@ export async function callApi<T = any>(
   }
   const res = await fetch(`${baseUrl}${path}`, { method, headers, body: payload });
   const text = await res.text();
-  let parsed: unknown ;
+  let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {

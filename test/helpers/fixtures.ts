@@ -38,12 +38,16 @@ export async function startFixtureServer(): Promise<{ url: string; requests: See
       let body = '';
       for await (const chunk of req) body += chunk;
       requests.push({ path, headers: req.headers, body });
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ method: req.method, headers: req.headers, body }));
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+        .end(JSON.stringify({ method: req.method, headers: req.headers, body }));
       return;
     }
     requests.push({ path, headers: req.headers });
     if (path === '/set-cookie') {
-      res.writeHead(200, { 'set-cookie': 'from_response=set-by-curl; Path=/', 'content-type': 'text/plain', 'x-multi': ['one', 'two'] }).end('cookie set');
+      res
+        .writeHead(200, { 'set-cookie': 'from_response=set-by-curl; Path=/', 'content-type': 'text/plain', 'x-multi': ['one', 'two'] })
+        .end('cookie set');
       return;
     }
     if (path === '/redirect') {
@@ -77,10 +81,11 @@ export async function startFixtureServer(): Promise<{ url: string; requests: See
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 

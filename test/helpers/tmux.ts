@@ -28,10 +28,27 @@ export class TmuxTerminal {
     // One command queue: the pane is kept (remain-on-exit) before the command can exit, and the
     // window keeps the size it is given (no client attaches to resize it).
     t.tmux([
-      '-f', '/dev/null',
-      'new-session', '-d', '-x', String(opts.columns), '-y', String(opts.rows), ...(opts.cwd ? ['-c', opts.cwd] : []), ...envArgs, `${argv.map(shellQuote).join(' ')}; echo "[exited $?]"`,
-      ';', 'set-option', '-g', 'remain-on-exit', 'on',
-      ';', 'set-option', '-g', 'window-size', 'manual',
+      '-f',
+      '/dev/null',
+      'new-session',
+      '-d',
+      '-x',
+      String(opts.columns),
+      '-y',
+      String(opts.rows),
+      ...(opts.cwd ? ['-c', opts.cwd] : []),
+      ...envArgs,
+      `${argv.map(shellQuote).join(' ')}; echo "[exited $?]"`,
+      ';',
+      'set-option',
+      '-g',
+      'remain-on-exit',
+      'on',
+      ';',
+      'set-option',
+      '-g',
+      'window-size',
+      'manual',
     ]);
     return t;
   }
@@ -58,7 +75,9 @@ export class TmuxTerminal {
   async waitForExit(timeoutMs: number, opts: { escapes?: boolean } = {}): Promise<{ status: number; output: string }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const output = this.screen({ ...opts, history: true }).replace(/\n*Pane is dead[^\n]*\n*$/, '').trimEnd();
+      const output = this.screen({ ...opts, history: true })
+        .replace(/\n*Pane is dead[^\n]*\n*$/, '')
+        .trimEnd();
       const exited = EXITED.exec(output);
       if (exited) return { status: Number(exited[1]), output: output.slice(0, exited.index).trimEnd() };
       if (Date.now() > deadline) throw new Error(`the command did not exit within ${timeoutMs} ms; screen:\n${this.screen()}`);

@@ -31,7 +31,10 @@ export async function canvasPixels(page: Page, points: [number, number][]): Prom
 }
 
 export async function canvasSize(page: Page): Promise<{ width: number; height: number }> {
-  return page.evaluate(`(() => { const c = document.querySelector('#screen canvas'); return { width: c.width, height: c.height }; })()`) as Promise<{ width: number; height: number }>;
+  return page.evaluate(`(() => { const c = document.querySelector('#screen canvas'); return { width: c.width, height: c.height }; })()`) as Promise<{
+    width: number;
+    height: number;
+  }>;
 }
 
 /** RGBA of a PNG (e.g. a CDP screenshot) at the given points, decoded by the viewer browser itself. */

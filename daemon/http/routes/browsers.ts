@@ -21,7 +21,8 @@ export function browserHandlers(
     deleteBrowser: ({ org, params }) => sessions.delete(org, params.id),
     loadBrowserExtensions: ({ org, params, request }) =>
       sessions.withSession(org, params.id, async (s) => {
-        if (!request.isMultipart()) throw new BadRequestError('an upload is a multipart/form-data request: extensions[i][name] and extensions[i][zip_file]');
+        if (!request.isMultipart())
+          throw new BadRequestError('an upload is a multipart/form-data request: extensions[i][name] and extensions[i][zip_file]');
         // One byte over the cap is enough to tell a zip too large.
         const received = await receiveSessionExtensions(s, formParts(request, { fileSize: MAX_UPLOAD_BYTES + 1 }), log);
         try {

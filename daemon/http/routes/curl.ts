@@ -17,19 +17,40 @@ async function curl(session: LiveSession, body: CurlBody): Promise<CurlResult> {
       ...(body.body !== undefined ? { body: Buffer.from(body.body) } : {}),
       timeoutMs: body.timeout_ms ?? CURL_DEFAULT_TIMEOUT_MS,
     });
-    return { status: r.status, headers: r.headers, body: r.body.toString(body.response_encoding === 'base64' ? 'base64' : 'utf8'), duration_ms: r.durationMs };
+    return {
+      status: r.status,
+      headers: r.headers,
+      body: r.body.toString(body.response_encoding === 'base64' ? 'base64' : 'utf8'),
+      duration_ms: r.durationMs,
+    };
   } finally {
     release();
   }
 }
 
 /** Request headers that are the hop's own (or ours), not the target's. */
-const NOT_FORWARDED = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'authorization', 'content-type', 'x-rbrowse-content-type', 'keep-alive', 'te', 'upgrade']);
+const NOT_FORWARDED = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'authorization',
+  'content-type',
+  'x-rbrowse-content-type',
+  'keep-alive',
+  'te',
+  'upgrade',
+]);
 /** Response headers that describe Chromium's transfer, not the (decoded) body handed on. */
 const NOT_RETURNED = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive']);
 
 /** browser.fetch's raw form: the client's request made by the browser, the target's answer passed through. */
-async function rawCurl(sessions: SessionManager, request: FastifyRequest, reply: FastifyReply, query: { url: string; jwt?: string; timeout_ms?: number }) {
+async function rawCurl(
+  sessions: SessionManager,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  query: { url: string; jwt?: string; timeout_ms?: number },
+) {
   const session = await sessions.sessionForToken(query.jwt, 'cdp');
   const release = session.hold('api');
   try {
@@ -66,11 +87,25 @@ async function readAll(stream: Readable, max: number): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-type CurlOps = 'browserCurl' | 'sessionCurl' | 'sessionCurlRawGet' | 'sessionCurlRawPost' | 'sessionCurlRawPut' | 'sessionCurlRawPatch' | 'sessionCurlRawDelete';
+type CurlOps =
+  | 'browserCurl'
+  | 'sessionCurl'
+  | 'sessionCurlRawGet'
+  | 'sessionCurlRawPost'
+  | 'sessionCurlRawPut'
+  | 'sessionCurlRawPatch'
+  | 'sessionCurlRawDelete';
 
 export function curlHandlers(sessions: SessionManager): HandlerGroup<CurlOps> {
-  const raw = ({ request, reply, query }: { request: FastifyRequest; reply: FastifyReply; query: { url: string; jwt?: string; timeout_ms?: number } }) =>
-    rawCurl(sessions, request, reply, query) as never;
+  const raw = ({
+    request,
+    reply,
+    query,
+  }: {
+    request: FastifyRequest;
+    reply: FastifyReply;
+    query: { url: string; jwt?: string; timeout_ms?: number };
+  }) => rawCurl(sessions, request, reply, query) as never;
   return {
     browserCurl: ({ org, params, body }) => sessions.withSession(org, params.id, (s) => curl(s, body)),
     sessionCurl: async ({ query, body }) => curl(await sessions.sessionForToken(query.jwt, 'cdp'), body),

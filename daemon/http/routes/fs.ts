@@ -32,18 +32,12 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
       inSession(org, params.id, (s) =>
         s.files.createDirectory(sessionPath('path', body.path), body.mode === undefined ? '755' : octalMode('mode', body.mode)),
       ),
-    fsDeleteDirectory: ({ org, params, body }) =>
-      inSession(org, params.id, (s) => s.files.deleteDirectory(sessionPath('path', body.path))),
+    fsDeleteDirectory: ({ org, params, body }) => inSession(org, params.id, (s) => s.files.deleteDirectory(sessionPath('path', body.path))),
     fsSetFilePermissions: ({ org, params, body }) =>
-      inSession(org, params.id, (s) =>
-        s.files.setPermissions(sessionPath('path', body.path), octalMode('mode', body.mode), body.owner, body.group),
-      ),
-    fsDeleteFile: ({ org, params, body }) =>
-      inSession(org, params.id, (s) => s.files.deleteFile(sessionPath('path', body.path))),
+      inSession(org, params.id, (s) => s.files.setPermissions(sessionPath('path', body.path), octalMode('mode', body.mode), body.owner, body.group)),
+    fsDeleteFile: ({ org, params, body }) => inSession(org, params.id, (s) => s.files.deleteFile(sessionPath('path', body.path))),
     fsMove: ({ org, params, body }) =>
-      inSession(org, params.id, (s) =>
-        s.files.move(sessionPath('src_path', body.src_path), sessionPath('dest_path', body.dest_path)),
-      ),
+      inSession(org, params.id, (s) => s.files.move(sessionPath('src_path', body.src_path), sessionPath('dest_path', body.dest_path))),
     fsFileInfo: ({ org, params, query }) => inSession(org, params.id, (s) => s.files.info(sessionPath('path', query.path))),
     fsListFiles: ({ org, params, query }) => inSession(org, params.id, (s) => s.files.list(sessionPath('path', query.path))),
     fsReadFile: ({ org, params, query, reply }) =>

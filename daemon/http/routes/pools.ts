@@ -6,9 +6,7 @@ import type { HandlerGroup } from '../handlers.js';
 export function poolHandlers(
   pools: PoolManager,
   quotas: Quotas,
-): HandlerGroup<
-  'createPool' | 'listPools' | 'getPool' | 'updatePool' | 'deletePool' | 'flushPool' | 'acquirePool' | 'releasePool'
-> {
+): HandlerGroup<'createPool' | 'listPools' | 'getPool' | 'updatePool' | 'deletePool' | 'flushPool' | 'acquirePool' | 'releasePool'> {
   return {
     // A pool reserves its size against the project's and organization's browser limits.
     createPool: ({ org, body }) => Quotas.holding(quotas.holdSessions(org, body.size), () => pools.create(org, body)),

@@ -28,7 +28,8 @@ export function processHandlers(sessions: SessionManager): HandlerGroup<ProcessO
     processStdin: ({ org, params, body }) =>
       inSession(org, params.id, async (s) => {
         const data = Buffer.from(body.data_b64, 'base64');
-        if (data.toString('base64').replace(/=+$/, '') !== body.data_b64.replace(/=+$/, '')) throw BadRequestError.field('data_b64', 'is not valid base64');
+        if (data.toString('base64').replace(/=+$/, '') !== body.data_b64.replace(/=+$/, ''))
+          throw BadRequestError.field('data_b64', 'is not valid base64');
         return { written_bytes: await s.processes.get(params.process_id).write(data) };
       }),
     processKill: ({ org, params, body }) =>

@@ -5,7 +5,15 @@ import type { HandlerGroup } from '../handlers.js';
 export function projectHandlers(
   projects: Projects,
 ): HandlerGroup<
-  'createProject' | 'listProjects' | 'getProject' | 'updateProject' | 'deleteProject' | 'getProjectLimits' | 'updateProjectLimits' | 'getOrgLimits' | 'updateOrgLimits'
+  | 'createProject'
+  | 'listProjects'
+  | 'getProject'
+  | 'updateProject'
+  | 'deleteProject'
+  | 'getProjectLimits'
+  | 'updateProjectLimits'
+  | 'getOrgLimits'
+  | 'updateOrgLimits'
 > {
   return {
     createProject: ({ org, body }) => projects.create(org, body.name),

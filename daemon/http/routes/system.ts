@@ -21,7 +21,10 @@ export function systemHandlers(
   return {
     health: () => ({ status: 'ok' as const, standby: standby.counts(), launches: admission.stats() }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
-    adminResources: async () => ({ ...(await daemonResources(sessionCount(), launcherPid())), connections: { ...connections.stats(), ...websockets.stats() } }),
+    adminResources: async () => ({
+      ...(await daemonResources(sessionCount(), launcherPid())),
+      connections: { ...connections.stats(), ...websockets.stats() },
+    }),
     adminCreateKey: async ({ body }) => {
       const { org, key } = await auth.createKey(body.org);
       return { org_id: org.id, org: org.name, key };

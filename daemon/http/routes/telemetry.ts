@@ -27,7 +27,6 @@ export function telemetryHandlers(
       return stream(session.session_id, query, request, reply);
     },
     // The official SDK sends the stream to the session's base_url with its jwt, as to a Kernel VM.
-    sessionTelemetryStream: async ({ query, request, reply }) =>
-      stream((await sessions.sessionForToken(query.jwt, 'cdp')).id, query, request, reply),
+    sessionTelemetryStream: async ({ query, request, reply }) => stream((await sessions.sessionForToken(query.jwt, 'cdp')).id, query, request, reply),
   };
 }
