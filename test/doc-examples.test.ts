@@ -61,7 +61,14 @@ describe('the docs', () => {
     const table = await readFile(join(ROOT, 'docs/configuration.md'), 'utf8');
     // Set by the daemon for programs of its own, never by a user: the box agent's uids, the app
     // harness's invocation, payload and result descriptor.
-    const internal = ['RBROWSE_BOX_UID', 'RBROWSE_BOX_GID', 'RBROWSE_BOX_SINGLE_UID', 'RBROWSE_INVOCATION_ID', 'RBROWSE_PAYLOAD', 'RBROWSE_RESULT_FD'];
+    const internal = [
+      'RBROWSE_BOX_UID',
+      'RBROWSE_BOX_GID',
+      'RBROWSE_BOX_SINGLE_UID',
+      'RBROWSE_INVOCATION_ID',
+      'RBROWSE_PAYLOAD',
+      'RBROWSE_RESULT_FD',
+    ];
     const read = new Set<string>();
     const walk = async (rel: string): Promise<void> => {
       for (const entry of await readdir(join(ROOT, rel), { withFileTypes: true })) {
