@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { RbrowseClient } from '../src/client.js';
-import { paths } from './daemon-control.js';
+import { defaultPort } from '../src/config.js';
+import { paths, readDaemonInfo } from './daemon-control.js';
 import { startDaemonWithProgress } from './progress.js';
 
 export interface GlobalOptions {
@@ -12,19 +13,41 @@ export interface GlobalOptions {
 
 /**
  * The client for a command: an explicit --base-url / KERNEL_BASE_URL targets any Kernel-compatible
- * server; otherwise the local daemon of RBROWSE_HOME, started first when it is not running.
+ * server; otherwise (or when that URL is this home's own daemon, as `rbrowse env` exports it) the
+ * local daemon of RBROWSE_HOME, started first when it is not running. --api-key / KERNEL_API_KEY
+ * is used wherever the request goes (a wrong one is refused, never ignored).
  */
 export async function clientFor(cmd: Command): Promise<RbrowseClient> {
   const opts = cmd.optsWithGlobals() as GlobalOptions;
-  const remote = opts.baseUrl ?? process.env.KERNEL_BASE_URL;
-  const client = remote
-    ? new RbrowseClient(remote.replace(/\/+$/, ''), opts.apiKey ?? process.env.KERNEL_API_KEY ?? tryLocalKey())
-    : new RbrowseClient((await startDaemonWithProgress()).base_url, opts.apiKey ?? localKey());
+  const url = opts.baseUrl ?? process.env.KERNEL_BASE_URL;
+  const key = opts.apiKey ?? process.env.KERNEL_API_KEY;
+  const client =
+    url && !isOwnDaemon(url)
+      ? new RbrowseClient(url.replace(/\/+$/, ''), key ?? tryLocalKey())
+      : new RbrowseClient((await startDaemonWithProgress()).base_url, key ?? localKey());
   const project = opts.project ?? process.env.KERNEL_PROJECT;
   if (!project) return client;
   // The header takes a project id; a name is looked up first, as Kernel's CLI does.
   const { id } = await client.call('getProject', { params: { id: project } });
   return new RbrowseClient(client.baseUrl, client.apiKey, id);
+}
+
+/** Whether url is where this home's daemon runs (or, stopped, would listen by default). */
+function isOwnDaemon(url: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) || u.pathname.replace(/\/+$/, '') !== '') return false;
+  const running = readDaemonInfo();
+  if (running) return new URL(running.base_url).port === u.port;
+  try {
+    return Number(u.port) === defaultPort();
+  } catch {
+    return false;
+  }
 }
 
 export function localKey(): string {

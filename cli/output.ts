@@ -101,6 +101,8 @@ export function printError(err: unknown): void {
   const code = e?.code ?? e?.cause?.code;
   if (code && NETWORK_CODES.has(code)) {
     process.stderr.write(`${label} cannot reach the server: ${e.cause?.message ?? e.message}\n`);
+    const url = process.env.KERNEL_BASE_URL;
+    if (url) process.stderr.write(`  (KERNEL_BASE_URL is ${url}; unset it to use the local daemon, which starts by itself)\n`);
     return;
   }
   process.stderr.write(`${label} ${e?.message ?? String(err)}\n`);

@@ -360,12 +360,14 @@ describe('rbrowse CLI', () => {
   });
 
   test('errors: server validation and not found exit 1, usage errors exit 2', async () => {
+    // An unsupported viewport is a usage error, listing the supported ones, before anything is sent.
+    const before = (await daemon.api('GET', '/browsers')).body.length;
     const badViewport = await cli(['create', '--headless', '--viewport', '123x45']);
-    assert.equal(badViewport.exitCode, 1);
+    assert.equal(badViewport.exitCode, 2);
     assert.equal(out(badViewport), '');
-    assert.match(err(badViewport), /bad_request/);
     assert.match(err(badViewport), /viewport/);
     assert.match(err(badViewport), /1024x768@60/, 'the error should list the supported viewports');
+    assert.equal((await daemon.api('GET', '/browsers')).body.length, before, 'nothing was created');
 
     const missing = await cli(['browsers', 'get', 'nosuchid']);
     assert.equal(missing.exitCode, 1);

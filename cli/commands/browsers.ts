@@ -3,7 +3,8 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { which } from '../../src/system-deps.js';
 import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
 import { TELEMETRY_CATEGORIES, type TelemetryRequest } from '../../src/api/telemetry-config.js';
-import { parseViewportArg } from '../../src/viewport.js';
+import { parseViewportArg, resolveViewport, SUPPORTED_VIEWPORTS_TEXT } from '../../src/viewport.js';
+import { ApiCallError } from '../../src/client.js';
 import { clientFor } from '../context.js';
 import { profileArg, profileSelection } from './profiles.js';
 import { extensionSelections } from './extensions.js';
@@ -27,6 +28,8 @@ export function count(value: string): number {
 export function viewport(value: string) {
   const v = parseViewportArg(value);
   if (!v) throw new InvalidArgumentError('expected WIDTHxHEIGHT or WIDTHxHEIGHT@RATE, e.g. 1024x768');
+  // The same list the server checks against: a typo is a usage error before anything is sent.
+  if (!resolveViewport(v)) throw new InvalidArgumentError(`not a supported viewport; one of ${SUPPORTED_VIEWPORTS_TEXT}`);
   return v;
 }
 
@@ -119,7 +122,14 @@ export function createCommand(name: string): Command {
       });
       if (o.json) printJson(session);
       else if (o.quiet) process.stdout.write(`${session.session_id}\n`);
-      else printSession(session);
+      else {
+        printSession(session);
+        if (process.stderr.isTTY) {
+          process.stderr.write(
+            `\nIt ends ${session.timeout_seconds} s after its last CDP client or live viewer leaves (--timeout-seconds), or with rbrowse rm ${session.session_id}.\n`,
+          );
+        }
+      }
     });
   return covers(cmd, 'createBrowser');
 }
@@ -254,7 +264,16 @@ export function liveCommand(): Command {
     .option('--read-only', 'a view without input')
     .addHelpText('after', '\nExample:\n  rbrowse live my-session --no-open')
     .action(async (id: string, o, cmd: Command) => {
-      const s = await (await clientFor(cmd)).call('getBrowser', { params: { id }, query: {} });
+      const s = await (await clientFor(cmd)).call('getBrowser', { params: { id }, query: {} }).catch((err: unknown) => {
+        // The usual reason a session a user just made is gone: it timed out with no client connected.
+        if (err instanceof ApiCallError && err.status === 404) {
+          throw new ApiCallError(404, {
+            ...err.body,
+            message: `${err.body.message} (a session ends timeout_seconds after its last client leaves, 60 s by default; rbrowse ls --status deleted lists ended ones)`,
+          });
+        }
+        throw err;
+      });
       if (!s.browser_live_view_url) throw new Error(`session ${s.session_id} is headless: it has no live view`);
       const url = o.readOnly ? `${s.browser_live_view_url}&readOnly=true` : s.browser_live_view_url;
       process.stdout.write(`${url}\n`);
