@@ -570,6 +570,35 @@ describe('rbrowse CLI', () => {
     }
   });
 
+  test('after eval "$(rbrowse env)" a stopped daemon still starts by itself, and a wrong KERNEL_API_KEY is refused', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'rbrowse-env-'));
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const env = { ...daemon.env, RBROWSE_HOME: home, RBROWSE_PORT: String(port) };
+    const run = (args: string[], extra: Record<string, string> = {}) =>
+      execa(CLI, args, { env: { ...env, ...extra }, extendEnv: false, reject: false });
+    try {
+      const printed = await run(['env']);
+      assert.equal(printed.exitCode, 0, printed.stderr);
+      const exported = Object.fromEntries([...printed.stdout.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+      assert.equal(exported.KERNEL_BASE_URL, `http://127.0.0.1:${port}`);
+      assert.equal((await run(['daemon', 'stop'])).exitCode, 0);
+      const ls = await run(['ls', '-q'], exported);
+      assert.equal(ls.exitCode, 0, ls.stderr);
+      assert.equal(JSON.parse((await run(['daemon', 'status', '--json'])).stdout).running, true, 'the daemon runs again');
+      const wrong = await run(['ls'], { ...exported, KERNEL_API_KEY: 'wrong' });
+      assert.equal(wrong.exitCode, 1);
+      assert.match(wrong.stderr, /unauthorized/);
+    } finally {
+      await run(['daemon', 'stop']);
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
   test('a daemon that cannot start says why', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
