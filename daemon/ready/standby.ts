@@ -39,8 +39,15 @@ export class Standby {
   private delay?: NodeJS.Timeout;
   /** Standby browsers being stopped outside close() (their Chromium died): close() waits for them too. */
   private readonly retiring = new Set<Promise<unknown>>();
-  /** Kinds learned from creates, and when a create last asked for each. */
-  private readonly learned = new Map<string, { entry: StandbyEntry; asked: number }>();
+  /**
+   * Kinds learned from creates: when a create last asked for each, and when its first browser was
+   * ready. A kind is forgotten forgetMs after the later of the two, and never while a browser of
+   * it launches: one whose first launch takes longer than forgetMs (a loaded machine) would
+   * otherwise be forgotten before it ever served a create.
+   */
+  private readonly learned = new Map<string, { entry: StandbyEntry; asked: number; readyAt?: number }>();
+  /** Kinds with a launch under way. */
+  private readonly launching = new Set<string>();
   /** When creates asked for kinds outside the set, by kind (within LEARN_WINDOW_MS). */
   private readonly misses = new Map<string, number[]>();
   private forgetTimer?: NodeJS.Timeout;
@@ -53,13 +60,24 @@ export class Standby {
       launch: async () => {
         const entry = this.shortest()!;
         const key = standbyKey(entry.headless, entry.viewport);
-        return { key, session: await deps.launch({ headless: entry.headless, viewport: entry.viewport }) };
+        this.launching.add(key);
+        try {
+          return { key, session: await deps.launch({ headless: entry.headless, viewport: entry.viewport }) };
+        } finally {
+          this.launching.delete(key);
+          this.armForget();
+        }
       },
       place: async ({ key, session }) => {
         // Closed, or a learned kind forgotten while its browser launched.
         const list = this.ready.get(key);
         if (this.closed || !list) return void (await session.stop());
         list.push(session);
+        const learned = this.learned.get(key);
+        if (learned && learned.readyAt === undefined) {
+          learned.readyAt = Date.now();
+          this.armForget();
+        }
         deps.log('standby browser ready', { kind: key, session: session.id });
         // One that dies while waiting is dropped and replaced.
         void session.chromium.exited.then(() => {
@@ -163,7 +181,7 @@ export class Standby {
   private forget(): void {
     const now = Date.now();
     for (const [key, l] of this.learned) {
-      if (now - l.asked < this.deps.forgetMs) continue;
+      if (this.launching.has(key) || now - this.since(l) < this.deps.forgetMs) continue;
       this.learned.delete(key);
       const list = this.ready.get(key) ?? [];
       this.ready.delete(key);
@@ -173,10 +191,17 @@ export class Standby {
     this.armForget();
   }
 
+  /** What a learned kind's forgetting counts from. */
+  private since(l: { asked: number; readyAt?: number }): number {
+    return Math.max(l.asked, l.readyAt ?? l.asked);
+  }
+
+  /** Arms the next forget() for the learned kind due first; a kind launching now is armed again when its launch ends. */
   private armForget(): void {
     clearTimeout(this.forgetTimer);
-    if (this.closed || !this.learned.size) return;
-    const oldest = Math.min(...[...this.learned.values()].map((l) => l.asked));
+    const due = [...this.learned].filter(([key]) => !this.launching.has(key)).map(([, l]) => l);
+    if (this.closed || !due.length) return;
+    const oldest = Math.min(...due.map((l) => this.since(l)));
     this.forgetTimer = setTimeout(() => this.forget(), Math.max(0, oldest + this.deps.forgetMs - Date.now()));
     this.forgetTimer.unref();
   }
