@@ -3,41 +3,16 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { which } from '../../src/system-deps.js';
 import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
 import { TELEMETRY_CATEGORIES, type TelemetryRequest } from '../../src/api/telemetry-config.js';
-import { parseViewportArg, resolveViewport, SUPPORTED_VIEWPORTS_TEXT } from '../../src/viewport.js';
 import { ApiCallError } from '../../src/client.js';
 import { clientFor } from '../context.js';
 import { profileArg, profileSelection } from './profiles.js';
 import { extensionSelections } from './extensions.js';
 import { covers } from '../operations.js';
-import { age, printError, printFields, printJson, printList } from '../output.js';
+import { count, seconds, tag, viewport } from '../arg-parsers.js';
+import { deleteEach } from '../delete-each.js';
+import { age, printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
 import { withProgress } from '../progress.js';
-
-export function seconds(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError('expected whole seconds');
-  return n;
-}
-
-export function count(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number');
-  return n;
-}
-
-export function viewport(value: string) {
-  const v = parseViewportArg(value);
-  if (!v) throw new InvalidArgumentError('expected WIDTHxHEIGHT or WIDTHxHEIGHT@RATE, e.g. 1024x768');
-  // The same list the server checks against: a typo is a usage error before anything is sent.
-  if (!resolveViewport(v)) throw new InvalidArgumentError(`not a supported viewport; one of ${SUPPORTED_VIEWPORTS_TEXT}`);
-  return v;
-}
-
-export function tag(value: string, previous: Record<string, string> = {}) {
-  const i = value.indexOf('=');
-  if (i < 1) throw new InvalidArgumentError('expected KEY=VALUE');
-  return { ...previous, [value.slice(0, i)]: value.slice(i + 1) };
-}
 
 export const viewportText = (s: Pick<BrowserSession, 'viewport'>) =>
   s.viewport ? `${s.viewport.width}x${s.viewport.height}@${s.viewport.refresh_rate}` : '';
@@ -164,22 +139,6 @@ export function listCommand(name: string): Command {
       });
     });
   return covers(cmd, 'listBrowsers');
-}
-
-/**
- * Deletes each of `ids` in turn, printing each one deleted; a failure is reported and the rest
- * still go, and the command then exits non-zero.
- */
-export async function deleteEach(ids: string[], remove: (id: string) => Promise<unknown>): Promise<void> {
-  for (const id of ids) {
-    try {
-      await remove(id);
-      process.stdout.write(`${id}\n`);
-    } catch (err) {
-      printError(err);
-      process.exitCode = 1;
-    }
-  }
 }
 
 export function deleteCommand(name: string): Command {

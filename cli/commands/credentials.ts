@@ -5,7 +5,8 @@ import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { age, printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
-import { count, deleteEach } from './browsers.js';
+import { count } from '../arg-parsers.js';
+import { deleteEach } from '../delete-each.js';
 
 /** `--value KEY=VALUE`, repeatable. */
 function value(raw: string, previous: Record<string, string> = {}): Record<string, string> {

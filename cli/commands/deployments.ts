@@ -11,7 +11,8 @@ import { age, printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
 import { followStream } from '../follow-stream.js';
 import { animated, formatBytes, withProgress } from '../progress.js';
-import { count, deleteEach } from './browsers.js';
+import { count } from '../arg-parsers.js';
+import { deleteEach } from '../delete-each.js';
 
 function envPair(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const eq = value.indexOf('=');

@@ -11,7 +11,8 @@ import { covers } from '../operations.js';
 import { age, printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
 import { formatBytes, withProgress } from '../progress.js';
-import { count, deleteEach } from './browsers.js';
+import { count } from '../arg-parsers.js';
+import { deleteEach } from '../delete-each.js';
 
 function printExtension(e: Extension): void {
   printFields([

@@ -8,7 +8,8 @@ import { covers } from '../operations.js';
 import { age, printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
 import { animated, withProgress, type Progress } from '../progress.js';
-import { count, printSession, seconds } from './browsers.js';
+import { printSession } from './browsers.js';
+import { count, seconds } from '../arg-parsers.js';
 
 const EXIT_CANCELLED = 130;
 

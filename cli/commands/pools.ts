@@ -6,7 +6,9 @@ import { covers } from '../operations.js';
 import { printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
 import { waitWithProgress } from '../progress.js';
-import { count, deleteEach, printSession, seconds, tag, viewport } from './browsers.js';
+import { printSession } from './browsers.js';
+import { count, seconds, tag, viewport } from '../arg-parsers.js';
+import { deleteEach } from '../delete-each.js';
 
 /** The configuration options create and update share, named after the API fields. */
 function withConfigOptions(cmd: Command, update: boolean): Command {

@@ -6,7 +6,8 @@ import { saveDownload } from '../download.js';
 import { covers } from '../operations.js';
 import { age, printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
-import { count, deleteEach } from './browsers.js';
+import { count } from '../arg-parsers.js';
+import { deleteEach } from '../delete-each.js';
 
 function printProfile(p: Profile): void {
   printFields([

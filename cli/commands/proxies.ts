@@ -4,7 +4,8 @@ import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
-import { count, deleteEach } from './browsers.js';
+import { count } from '../arg-parsers.js';
+import { deleteEach } from '../delete-each.js';
 
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
 const MANAGED_FIELDS = ['country', 'city', 'state', 'zip', 'asn', 'os'] as const;
