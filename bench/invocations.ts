@@ -8,7 +8,7 @@
 import { cpus, loadavg } from 'node:os';
 import Kernel from '@onkernel/sdk';
 import { execa } from 'execa';
-import { runnerScript } from '../daemon/process/node-runner.js';
+import { runnerScript } from '../daemon/lib/node-runner.js';
 import { deployFixtureApp } from '../test/helpers/apps.js';
 import { ROOT, startTestDaemon } from '../test/helpers/daemon.js';
 import { renderTable, summarize, type Comparison } from './stats.js';

@@ -8,12 +8,13 @@ import { DisplayAllocator } from './browser/xvfb.js';
 import { ProcessLauncher } from './browser/launcher.js';
 import { Boxes } from './box/boxes.js';
 import type { BoxSupport } from './box/support.js';
-import { CDP_PATH, CdpGateway } from './cdp/gateway.js';
+import { CdpGateway } from './cdp/gateway.js';
+import { CDP_PATH, WEBDRIVER_PATH } from './sessions/gateway-paths.js';
 import { UpgradeRouter } from './http/upgrades.js';
 import { Telemetry } from './telemetry/telemetry.js';
 import { TelemetryArchive } from './telemetry/archive.js';
 import { telemetryHandlers } from './http/routes/telemetry.js';
-import { BidiGateway, WEBDRIVER_PATH } from './webdriver/bidi-gateway.js';
+import { BidiGateway } from './webdriver/bidi-gateway.js';
 import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
 import { buildServer } from './http/server.js';
 import { ConnectionGuard, frontDoorLimits, HostCheck } from './http/front-door.js';
@@ -62,7 +63,7 @@ import { History, retentionFromEnv } from './state/history.js';
 import type { SessionRecord } from './sessions/record.js';
 import type { InvocationRecord } from './invocations/invocations.js';
 import { WatchFeed } from './watch/feed.js';
-import { watchHandlers } from './watch/handlers.js';
+import { watchHandlers } from './http/routes/watch.js';
 import { SessionTokens } from './tokens.js';
 
 export interface DaemonOptions {

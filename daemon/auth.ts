@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { dirname } from 'node:path';
 import { newId } from '../src/ids.js';
@@ -7,14 +7,10 @@ import type { HomePaths } from '../src/config.js';
 import type { Store } from './store.js';
 import type { Scope } from './projects.js';
 import { replaceFile } from './state/replace-file.js';
+import { readOrCreateSecret } from './lib/secret-file.js';
+import type { OrgRecord } from './org-records.js';
 
 export const DEFAULT_ORG = 'default';
-
-export interface OrgRecord {
-  id: string;
-  name: string;
-  created_at: string;
-}
 
 export interface ApiKeyRecord {
   id: string;
@@ -101,22 +97,6 @@ function upgrade(k: ApiKeyRecord, localKey: string): ApiKeyRecord {
     lifetime_days: null,
     project_id: null,
   };
-}
-
-export async function readOrCreateSecret(file: string, make: () => string): Promise<string> {
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const value = make();
-  // wx: if two processes race, one loses with EEXIST instead of both writing different secrets.
-  await writeFile(file, `${value}\n`, { mode: 0o600, flag: 'wx' }).catch(async (err) => {
-    if (err.code !== 'EEXIST') throw err;
-  });
-  await chmod(file, 0o600);
-  return (await readFile(file, 'utf8')).trim();
 }
 
 /** Organizations, their API keys, and the local admin token the CLI uses for key management. */

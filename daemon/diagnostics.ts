@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { children } from './process/proc-tree.js';
+import { children } from './lib/proc-tree.js';
 
 /** How late the event loop ran its callbacks: every request waits at least this long. */
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });

@@ -1,5 +1,11 @@
 import { ConflictError, NotFoundError } from '../src/errors.js';
-import type { OrgRecord } from './auth.js';
+
+/** An organization. */
+export interface OrgRecord {
+  id: string;
+  name: string;
+  created_at: string;
+}
 
 /** A stored resource of one organization, addressed by id or by its optional unique name. */
 export interface NamedRecord {

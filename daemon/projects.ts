@@ -9,7 +9,8 @@ import type {
 } from '../src/api/projects.js';
 import { ApiError, BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../src/errors.js';
 import { newId } from '../src/ids.js';
-import type { ApiKeyRecord, OrgRecord } from './auth.js';
+import type { ApiKeyRecord } from './auth.js';
+import type { OrgRecord } from './org-records.js';
 import { paginate, type ListPage } from './paging.js';
 import type { Store } from './store.js';
 

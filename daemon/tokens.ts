@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify } from 'jose';
-import { readOrCreateSecret } from './auth.js';
+import { readOrCreateSecret } from './lib/secret-file.js';
 
 /**
  * cdp: the CDP websocket; live: the live view (a URL handed to a watcher must not drive CDP);

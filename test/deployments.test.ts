@@ -16,7 +16,7 @@ import { ProcessLauncher } from '../daemon/browser/launcher.js';
 import { findMarkedProcesses, isAlive } from '../daemon/browser/procs.js';
 import { Boxes } from '../daemon/box/boxes.js';
 import { ActionRun } from '../daemon/invocations/action-run.js';
-import { EventStream } from '../daemon/http/sse.js';
+import { EventStream } from '../daemon/lib/sse.js';
 import { Store } from '../daemon/store.js';
 import { ROOT, startTestDaemon, waitFor, type CliResult, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';

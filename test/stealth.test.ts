@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import { DisplayAllocator } from '../daemon/browser/xvfb.js';
-import { boxEnv } from '../daemon/process/box-env.js';
+import { boxEnv } from '../daemon/box/box-env.js';
 import { standaloneBox } from './helpers/box.js';
 import { resolveChromium } from '../src/system-deps.js';
 import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';

@@ -6,8 +6,8 @@ import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
 import { DeployFormSchema, type DeployForm } from '../../src/api/deployments.js';
 import { BadRequestError } from '../../src/errors.js';
-import { validationDetails } from '../http/errors.js';
-import { lazyValidator } from '../http/validators.js';
+import { validationDetails } from '../lib/validation-details.js';
+import { lazyValidator } from '../lib/validators.js';
 
 // Form fields are text, as query strings are: "true" is a boolean here.
 const validateForm = lazyValidator<DeployForm>(DeployFormSchema, { coerceTypes: true });

@@ -1,5 +1,5 @@
 import { BadRequestError } from '../../src/errors.js';
-import type { EventStream, StreamEvent } from '../http/sse.js';
+import type { EventStream, StreamEvent } from '../lib/sse.js';
 
 export interface EventLogLimits {
   /** Events kept (default 5000). */

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
 import type { ValidateFunction } from 'ajv';
 import { ApiError, BadRequestError } from '../../src/errors.js';
-import { validationDetails } from '../http/errors.js';
+import { validationDetails } from '../lib/validation-details.js';
 
 export interface ReceivedUpload<F> {
   form: F;

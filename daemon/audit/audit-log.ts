@@ -4,7 +4,7 @@ import { gzip } from 'node:zlib';
 import type { AuditLogEntry, ExportAuditLogsQuery, ListAuditLogsQuery } from '../../src/api/audit-logs.js';
 import { BadRequestError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
-import type { AnsweredRequest } from '../http/server.js';
+import type { AnsweredRequest } from './answered-request.js';
 import type { Scope } from '../projects.js';
 import { createReadStream } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
 import type { BoxEvents, BoxSpec } from '../browser/launcher.js';
-import { descendants } from '../process/proc-tree.js';
+import { descendants } from '../lib/proc-tree.js';
 import { BoxProcess, type BoxSpawnOptions, type ProcessExit } from './box-process.js';
 
 /** How the daemon reaches its launcher's boxes (ProcessLauncher). */

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
-import { runnerScript } from '../process/node-runner.js';
+import { runnerScript } from '../lib/node-runner.js';
 import { removeTree } from '../fs-util.js';
 import { markedEnv } from '../browser/procs.js';
 import { sleep } from '../browser/procs.js';

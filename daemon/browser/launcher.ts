@@ -1,7 +1,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { PassThrough, type Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { runnerScript } from '../process/node-runner.js';
+import { runnerScript } from '../lib/node-runner.js';
 import { markedEnv } from './procs.js';
 
 export interface ExitInfo {

@@ -9,6 +9,7 @@ import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { MAX_CLIENT_MESSAGE, RECEIVER_CAPS, TOO_BIG, type OriginCheck, type WebsocketLimits } from '../http/websocket-limits.js';
+import { CDP_PATH } from '../sessions/gateway-paths.js';
 
 /** ws's frame reader and writer: exported by ws (Receiver, Sender), untyped in @types/ws. */
 interface WsFraming {
@@ -23,7 +24,6 @@ interface WsFraming {
 }
 const { Receiver, Sender } = ws as unknown as WsFraming;
 
-export const CDP_PATH = '/browser/cdp';
 /** How long a connection whose client sent Browser.close waits for the answer before it is cut anyway. */
 const CLOSE_ANSWER_MS = 2000;
 const OPCODES = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;

@@ -3,7 +3,7 @@ import { ApiError, BadRequestError } from '../../src/errors.js';
 import { KeyedSerialQueue } from '../serial-queue.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { LiveSession } from '../sessions/live-session.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import { actionOps, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
 import type { BoxProcess } from '../box/box.js';
 import type { InputBackend } from './backend.js';

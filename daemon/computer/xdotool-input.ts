@@ -1,5 +1,5 @@
 import { outputOf } from '../box/box-process.js';
-import { boxEnv } from '../process/box-env.js';
+import { boxEnv } from '../box/box-env.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import { textRuns, type InputBackend } from './backend.js';
 import { CdpInput } from './cdp-input.js';

@@ -2,7 +2,7 @@ import type { CreateCredentialBody, Credential, ListCredentialsQuery, TotpCode, 
 import { BadRequestError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { KeyedSerialQueue } from '../serial-queue.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { Store } from '../store.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt } from 'jose';
-import { readOrCreateSecret } from '../auth.js';
+import { readOrCreateSecret } from '../lib/secret-file.js';
 
 /**
  * Seals secrets at rest: a JSON value becomes a compact JWE (direct AES-256-GCM, jose) under a

@@ -5,7 +5,7 @@ import { receiveZipPart } from '../archive/receive-zip.js';
 import { tarOf } from '../archive/tar-stream.js';
 import { extractZip } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
-import { formEntry, type FormPart } from '../http/form-entries.js';
+import { formEntry, type FormPart } from '../lib/form-entries.js';
 import type { FeatureLaunch } from '../sessions/features.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import { MAX_UPLOAD_BYTES, SESSION_EXTENSIONS_DIR, UNZIP_LIMITS } from './extensions.js';

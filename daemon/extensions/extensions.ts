@@ -9,12 +9,12 @@ import { NotFoundError } from '../../src/errors.js';
 import { assertNameFree, findByIdOrName } from '../org-records.js';
 import { newId } from '../../src/ids.js';
 import { receiveZipForm } from '../archive/receive-zip.js';
-import { lazyValidator } from '../http/validators.js';
+import { lazyValidator } from '../lib/validators.js';
 import { extractZip, type UnzipLimits } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { Store } from '../store.js';
 import { BOX_USER } from '../box/box-spec.js';
 

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { EXTENSION_NAME_PATTERN } from '../../src/api/extensions.js';
 import { BadRequestError } from '../../src/errors.js';
-import { validationDetails } from '../http/errors.js';
-import { lazyValidator } from '../http/validators.js';
+import { validationDetails } from '../lib/validation-details.js';
+import { lazyValidator } from '../lib/validators.js';
 
 /**
  * What Chromium itself insists on before it loads an unpacked extension. Version: one to four

@@ -4,14 +4,14 @@ import { join } from 'node:path';
 import type { Multipart } from '@fastify/multipart';
 import { UploadZipFormSchema, type UploadZipForm } from '../../src/api/schemas.js';
 import { receiveZipForm } from '../archive/receive-zip.js';
-import { lazyValidator } from '../http/validators.js';
+import { lazyValidator } from '../lib/validators.js';
 import { tarOf } from '../archive/tar-stream.js';
 import { extractZip } from '../archive/unzip.js';
 import { removeTree } from '../fs-util.js';
 import { BadRequestError } from '../../src/errors.js';
 import type { FileOps } from './file-ops.js';
 import { sessionPath } from './paths.js';
-import { formEntry, type FormPart } from '../http/form-entries.js';
+import { formEntry, type FormPart } from '../lib/form-entries.js';
 
 /**
  * Multipart upload of several files. Each file is streamed into a temporary file inside the

@@ -3,7 +3,7 @@ import { newId } from '../../src/ids.js';
 import { ForbiddenError, NotFoundError, RateLimitError, ServiceUnavailableError } from '../../src/errors.js';
 import type { BoxProcess } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';
-import type { EventStream } from '../http/sse.js';
+import type { EventStream } from '../lib/sse.js';
 
 /** Watches at once per session. */
 const WATCHES_MAX = 32;

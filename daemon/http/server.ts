@@ -11,12 +11,14 @@ import { refuseOnSocket } from './upgrades.js';
 import { type ConnectionGuard, createFrontDoorServer, type FrontDoorLimits, type HostCheck } from './front-door.js';
 import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
-import type { ApiKeyRecord, OrgRecord } from '../auth.js';
+import type { ApiKeyRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { Scope } from '../projects.js';
 import { toErrorReply } from './errors.js';
 import { formDoc } from './form-doc.js';
-import { lazily, lazyValidator } from './validators.js';
+import { lazily, lazyValidator } from '../lib/validators.js';
 import type { Handlers } from './handlers.js';
+import type { AnsweredRequest } from '../audit/answered-request.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,26 +29,6 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: RouteDef['auth'];
   }
-}
-
-/** One answered request of an organization's route, for those who keep a trail of them (telemetry). */
-export interface AnsweredRequest {
-  operationId: OperationId;
-  url: string;
-  params: Record<string, string>;
-  org: Scope;
-  /** The key that made it. */
-  key: ApiKeyRecord;
-  method: string;
-  /** The path asked for, without its query. */
-  path: string;
-  receivedAt: number;
-  clientIp: string;
-  userAgent: string;
-  host: string;
-  status: number;
-  durationMs: number;
-  requestId: string;
 }
 
 export interface ServerDeps {

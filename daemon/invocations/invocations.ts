@@ -10,11 +10,11 @@ import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js
 import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { sleep, within } from '../browser/procs.js';
-import type { EventStream, StreamEvent } from '../http/sse.js';
+import type { EventStream, StreamEvent } from '../lib/sse.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { Scope } from '../projects.js';
 import type { Store } from '../store.js';
 import type { History } from '../state/history.js';

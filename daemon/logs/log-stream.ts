@@ -4,7 +4,7 @@ import type { LogStreamQuery } from '../../src/api/schemas.js';
 import { BadRequestError, NotFoundError } from '../../src/errors.js';
 import { killGroup } from '../browser/procs.js';
 import { sessionPath } from '../fs/paths.js';
-import type { EventStream } from '../http/sse.js';
+import type { EventStream } from '../lib/sse.js';
 import { LineSplitter } from '../line-splitter.js';
 import type { LiveSession } from '../sessions/live-session.js';
 

@@ -12,7 +12,7 @@ import { ApiError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { SessionManager } from '../sessions/manager.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { PoolRecord } from './record.js';
 import type { SessionRecord } from '../sessions/record.js';
 import type { Store } from '../store.js';

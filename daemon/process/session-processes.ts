@@ -6,8 +6,8 @@ import type { Box, BoxProcess, ProcessExit } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';
 import { BOX_USER } from '../box/box-spec.js';
 import { sessionPath } from '../fs/paths.js';
-import type { EventStream } from '../http/sse.js';
-import { boxEnv } from './box-env.js';
+import type { EventStream } from '../lib/sse.js';
+import { boxEnv } from '../box/box-env.js';
 
 /** What exec keeps of each output stream; the rest is read and dropped, so the process never blocks on a full pipe. */
 const EXEC_OUTPUT_MAX = 16 * 1024 * 1024;

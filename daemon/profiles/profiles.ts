@@ -13,7 +13,7 @@ import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/f
 import { USER_DATA_DIR } from '../sessions/live-session.js';
 import { FileOps } from '../fs/file-ops.js';
 import type { Boxes } from '../box/boxes.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { SessionRecord } from '../sessions/record.js';
 import type { Store } from '../store.js';
 import { isLeftoverTemp, packUserData, unpackUserData } from './archive.js';

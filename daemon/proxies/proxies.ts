@@ -5,7 +5,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { SessionRecord } from '../sessions/record.js';
 import type { Store } from '../store.js';
 import { checkUpstream } from './check.js';

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'n
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Box, BoxProcess } from '../box/box.js';
-import { boxEnv } from '../process/box-env.js';
+import { boxEnv } from '../box/box-env.js';
 import type { Replay, ReplayStartBody } from '../../src/api/replays.js';
 import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';

@@ -1,8 +1,9 @@
 import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { SessionRecord } from './record.js';
 import type { DevToolsEndpoint } from '../browser/chromium.js';
 import type { sessionDirs } from './live-session.js';
+// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
 import type { FileOps } from '../fs/file-ops.js';
 import type { Box } from '../box/box.js';
 

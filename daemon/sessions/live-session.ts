@@ -11,17 +11,21 @@ import {
 } from '../browser/chromium.js';
 import { sleep, within } from '../browser/procs.js';
 import { ConflictError, NotFoundError } from '../../src/errors.js';
+// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
 import { SessionProcesses } from '../process/session-processes.js';
+// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
 import { SessionWatches } from '../fs/watches.js';
+// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
 import { BrowserCurl } from '../curl/browser-curl.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
-import { startVncServer, type VncServer } from '../liveview/vnc-server.js';
+import { startVncServer, type VncServer } from '../browser/vnc-server.js';
 import { removeTree } from '../fs-util.js';
+// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
 import { FileOps } from '../fs/file-ops.js';
 import type { Box } from '../box/box.js';
 import type { Boxes } from '../box/boxes.js';
 import { BOX_USER } from '../box/box-spec.js';
-import { boxEnv } from '../process/box-env.js';
+import { boxEnv } from '../box/box-env.js';
 import type { SessionRecord } from './record.js';
 import type { UpdateBrowserBody } from '../../src/api/schemas.js';
 import type { FeatureLaunch, SessionDirs } from './features.js';

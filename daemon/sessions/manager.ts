@@ -3,7 +3,7 @@ import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavail
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
 import { paginate, type ListPage as Page } from '../paging.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 import type { SessionRecord } from './record.js';
 import type { Store } from '../store.js';
 import type { SessionTokens, TokenScope } from '../tokens.js';
@@ -14,8 +14,7 @@ import { within } from '../browser/procs.js';
 import type { Standby } from '../ready/standby.js';
 import type { LaunchAdmission } from '../admission.js';
 import type { History } from '../state/history.js';
-import { CDP_PATH } from '../cdp/gateway.js';
-import { WEBDRIVER_PATH } from '../webdriver/bidi-gateway.js';
+import { CDP_PATH, WEBDRIVER_PATH } from './gateway-paths.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
 /** How long a failed request waits to see whether its session's browser is exiting. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { launchChromium } from '../browser/chromium.js';
 import type { Boxes } from '../box/boxes.js';
 import { BOX_USER } from '../box/box-spec.js';
-import { boxEnv } from '../process/box-env.js';
+import { boxEnv } from '../box/box-env.js';
 import { CdpClient } from '../cdp/cdp-client.js';
 
 /** CDP's Emulation.UserAgentMetadata: what navigator.userAgentData and the Sec-CH-UA headers report. */

@@ -1,6 +1,6 @@
 import type { TelemetryEnvelope, TelemetryEventsQuery } from '../../src/api/telemetry.js';
 import { sinceTime } from '../apps/event-log.js';
-import type { EventStream } from '../http/sse.js';
+import type { EventStream } from '../lib/sse.js';
 import type { ListPage } from '../paging.js';
 import type { DevToolsEndpoint } from '../browser/chromium.js';
 import { CdpMonitor } from './cdp-monitor.js';

@@ -1,8 +1,8 @@
 import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
 import type { TelemetryEnvelope, TelemetryEventsQuery } from '../../src/api/telemetry.js';
-import type { OrgRecord } from '../auth.js';
-import type { AnsweredRequest } from '../http/server.js';
-import { EventStream } from '../http/sse.js';
+import type { OrgRecord } from '../org-records.js';
+import type { AnsweredRequest } from '../audit/answered-request.js';
+import { EventStream } from '../lib/sse.js';
 import type { ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import type { SessionRecord } from '../sessions/record.js';

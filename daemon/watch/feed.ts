@@ -2,10 +2,10 @@ import type { FastifyReply } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { WatchInvocation, WatchSnapshot } from '../../src/api/watch.js';
 import { ServiceUnavailableError } from '../../src/errors.js';
-import { EventStream } from '../http/sse.js';
+import { EventStream } from '../lib/sse.js';
 import type { PoolManager } from '../pools/manager.js';
 import type { SessionManager } from '../sessions/manager.js';
-import type { OrgRecord } from '../auth.js';
+import type { OrgRecord } from '../org-records.js';
 
 export interface WatchSources {
   sessions: SessionManager;

@@ -8,7 +8,6 @@ import { LineSplitter } from '../line-splitter.js';
 import type { SessionManager } from '../sessions/manager.js';
 import { MAX_CLIENT_MESSAGE, RECEIVER_CAPS, TOO_BIG, type OriginCheck, type WebsocketLimits } from '../http/websocket-limits.js';
 
-export const WEBDRIVER_PATH = '/browser/webdriver/session';
 /** The mapper's runner as the session's box sees it. */
 const RUNNER_PATH = `${BOX_RUNTIME}/daemon/webdriver/bidi-runner.mjs`;
 /** The mapper's start: a Node process and chromium-bidi's import, then its CDP attach (about 0.3 s idle). */

@@ -1,7 +1,7 @@
 import { BadRequestError } from '../../../src/errors.js';
 import { receiveSessionExtensions } from '../../extensions/ad-hoc.js';
 import { MAX_UPLOAD_BYTES } from '../../extensions/extensions.js';
-import { formParts } from '../form-entries.js';
+import { formParts } from '../../lib/form-entries.js';
 import { sendPage } from '../../paging.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { Quotas } from '../../quotas.js';

@@ -2,10 +2,10 @@ import { Readable } from 'node:stream';
 import { BadRequestError } from '../../../src/errors.js';
 import { octalMode, sessionPath } from '../../fs/paths.js';
 import { uploadFiles, uploadZip } from '../../fs/upload.js';
-import { formParts } from '../form-entries.js';
+import { formParts } from '../../lib/form-entries.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
-import { EventStream } from '../sse.js';
+import { EventStream } from '../../lib/sse.js';
 
 type FsOps =
   | 'fsCreateDirectory'

@@ -1,7 +1,7 @@
 import type { Invocations } from '../../invocations/invocations.js';
 import { sendPage } from '../../paging.js';
 import { Quotas } from '../../quotas.js';
-import { EventStream } from '../sse.js';
+import { EventStream } from '../../lib/sse.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function invocationHandlers(

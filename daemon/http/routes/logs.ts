@@ -1,7 +1,7 @@
 import { streamLogs } from '../../logs/log-stream.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
-import { EventStream } from '../sse.js';
+import { EventStream } from '../../lib/sse.js';
 
 export function logHandlers(sessions: SessionManager): HandlerGroup<'logsStream'> {
   return {

@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { BadRequestError } from '../../../src/errors.js';
 import type { SessionManager } from '../../sessions/manager.js';
-import { EventStream } from '../sse.js';
+import { EventStream } from '../../lib/sse.js';
 import type { HandlerGroup } from '../handlers.js';
 
 /**

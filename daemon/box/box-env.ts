@@ -1,4 +1,4 @@
-import { BOX_USER } from '../box/box-spec.js';
+import { BOX_USER } from './box-spec.js';
 
 /**
  * The environment every program of a session's box starts from: its user's home and XDG
