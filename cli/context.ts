@@ -14,17 +14,25 @@ export interface GlobalOptions {
 /**
  * The client for a command: an explicit --base-url / KERNEL_BASE_URL targets any Kernel-compatible
  * server; otherwise (or when that URL is this home's own daemon, as `rbrowse env` exports it) the
- * local daemon of RBROWSE_HOME, started first when it is not running. --api-key / KERNEL_API_KEY
- * is used wherever the request goes (a wrong one is refused, never ignored).
+ * local daemon of RBROWSE_HOME, started first when it is not running. --api-key is used wherever
+ * the request goes, KERNEL_API_KEY with KERNEL_BASE_URL (the pair the SDKs read). A KERNEL_API_KEY
+ * alone is often a Kernel cloud key kept for the SDK: the local daemon's own key is used then, and
+ * the CLI says so rather than ignore it silently.
  */
 export async function clientFor(cmd: Command): Promise<RbrowseClient> {
   const opts = cmd.optsWithGlobals() as GlobalOptions;
   const url = opts.baseUrl ?? process.env.KERNEL_BASE_URL;
-  const key = opts.apiKey ?? process.env.KERNEL_API_KEY;
-  const client =
-    url && !isOwnDaemon(url)
-      ? new RbrowseClient(url.replace(/\/+$/, ''), key ?? tryLocalKey())
-      : new RbrowseClient((await startDaemonWithProgress()).base_url, key ?? localKey());
+  const envKey = process.env.KERNEL_API_KEY;
+  const key = opts.apiKey ?? (url ? envKey : undefined);
+  let client: RbrowseClient;
+  if (url && !isOwnDaemon(url)) client = new RbrowseClient(url.replace(/\/+$/, ''), key ?? tryLocalKey());
+  else {
+    const base = (await startDaemonWithProgress()).base_url;
+    if (!key && envKey && envKey !== tryLocalKey()) {
+      process.stderr.write("note: KERNEL_API_KEY is not used without KERNEL_BASE_URL; the local daemon's key is (--api-key chooses one)\n");
+    }
+    client = new RbrowseClient(base, key ?? localKey());
+  }
   const project = opts.project ?? process.env.KERNEL_PROJECT;
   if (!project) return client;
   // The header takes a project id; a name is looked up first, as Kernel's CLI does.

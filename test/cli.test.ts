@@ -570,7 +570,7 @@ describe('rbrowse CLI', () => {
     }
   });
 
-  test('after eval "$(rbrowse env)" a stopped daemon still starts by itself, and a wrong KERNEL_API_KEY is refused', async () => {
+  test('after eval "$(rbrowse env)" a stopped daemon still starts by itself, a wrong KERNEL_API_KEY is refused, and one alone is said to be unused', async () => {
     const home = await mkdtemp(join(tmpdir(), 'rbrowse-env-'));
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
@@ -593,6 +593,10 @@ describe('rbrowse CLI', () => {
       const wrong = await run(['ls'], { ...exported, KERNEL_API_KEY: 'wrong' });
       assert.equal(wrong.exitCode, 1);
       assert.match(wrong.stderr, /unauthorized/);
+      // Without KERNEL_BASE_URL it is likely a cloud key kept for the SDK: not sent here, and said so.
+      const alone = await run(['ls', '-q'], { KERNEL_API_KEY: 'a-cloud-key' });
+      assert.equal(alone.exitCode, 0, alone.stderr);
+      assert.match(alone.stderr, /KERNEL_API_KEY is not used without KERNEL_BASE_URL/);
     } finally {
       await run(['daemon', 'stop']);
       await rm(home, { recursive: true, force: true });
