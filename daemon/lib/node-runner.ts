@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * A program of the daemon's own that is not bundled (the launcher, the boxes' agent, the runners),
- * in daemon/`dir`/`name`: the path is the same from the sources (daemon/process/) and from the
+ * in daemon/`dir`/`name`: the path is the same from the sources (daemon/lib/) and from the
  * bundle (dist/).
  */
 export function runnerScript(dir: string, name: string): string {
