@@ -417,9 +417,18 @@ describe('filesystem inside a session', () => {
     const cli = execa(CLI, ['fs', 'watch', id, '/tmp', '--json'], { env: d.env, reject: false });
     let out = '';
     cli.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    await sleep(1500);
-    assert.equal(await write(id, '/tmp/cli-seen.txt', 'x'), 204);
-    await waitFor(() => out.includes('"/tmp/cli-seen.txt"'), 15_000, 'the CLI to print the change');
+    // The CLI's watch starts once Node has started and the daemon answered: until then a change is
+    // not seen, so a new file is written until one is printed.
+    let n = 0;
+    await waitFor(
+      async () => {
+        assert.equal(await write(id, `/tmp/cli-seen-${n++}.txt`, 'x'), 204);
+        await sleep(500);
+        return /"\/tmp\/cli-seen-\d+\.txt"/.test(out);
+      },
+      30_000,
+      'the CLI to print a change',
+    );
     cli.kill('SIGINT');
     await cli;
     await d.api('DELETE', `/browsers/${id}`);

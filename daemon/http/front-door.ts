@@ -71,13 +71,23 @@ interface Connection {
   /** Requests in progress on it; 0 while it waits for one (new, or kept alive between requests). */
   busy: number;
   upgraded: boolean;
+  admittedAt: number;
 }
+
+/**
+ * How long a new connection the daemon has read nothing of yet is spared from eviction while a
+ * flood's connections (which sent part of a request) can go instead. A client's request may sit
+ * unread while a loaded daemon accepts a flood's connections in one go; evicted by age alone, a
+ * real client's connection was cut before its request was read.
+ */
+const UNREAD_GRACE_MS = 1000;
 
 /**
  * Caps open connections in all and per client address, keeping room for clients that use the API.
  * At the cap, a new connection takes the place of one that waits without a request in progress:
  * first one that never carried a whole request (a half-open one, a flood's), longest-waiting
- * first; only when there is none, a kept-alive connection between requests (its client reconnects,
+ * first, sparing for UNREAD_GRACE_MS one the daemon has read nothing of yet while another can go;
+ * only when there is none, a kept-alive connection between requests (its client reconnects,
  * as after its keep-alive timeout). One in the middle of a request or a websocket is never cut for
  * a newcomer. When every connection is busy, the newcomer is refused with 503 (429 past its
  * address's cap).
@@ -137,7 +147,7 @@ export class ConnectionGuard {
         }),
       );
     }
-    const c: Connection = { socket, client, busy: 0, upgraded: false };
+    const c: Connection = { socket, client, busy: 0, upgraded: false, admittedAt: Date.now() };
     this.connections.set(socket, c);
     this.fresh.add(c);
     // Counted again: an eviction above may have freed a place of this client's.
@@ -145,11 +155,23 @@ export class ConnectionGuard {
     socket.once('close', () => this.forget(c));
   }
 
-  /** Closes the connection that has waited longest (of one client, when named); false when none waits. */
+  /**
+   * Closes a waiting connection (of one client, when named): the longest-waiting that never
+   * carried a request and either sent something or is past UNREAD_GRACE_MS, else the
+   * longest-waiting one that never carried a request, else the longest-idle kept-alive one.
+   * False when none waits.
+   */
   private evictWaiting(client?: string): boolean {
-    for (const set of [this.fresh, this.idle]) {
+    const now = Date.now();
+    const spared = (c: Connection) => c.socket.bytesRead === 0 && now - c.admittedAt < UNREAD_GRACE_MS;
+    const tiers: [Set<Connection>, (c: Connection) => boolean][] = [
+      [this.fresh, (c) => !spared(c)],
+      [this.fresh, () => true],
+      [this.idle, () => true],
+    ];
+    for (const [set, eligible] of tiers) {
       for (const c of set) {
-        if (client !== undefined && c.client !== client) continue;
+        if ((client !== undefined && c.client !== client) || !eligible(c)) continue;
         this.evicted++;
         // Its 'close' comes on a later tick: its place is counted free now.
         this.forget(c);
