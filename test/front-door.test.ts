@@ -260,6 +260,11 @@ describe('the front door', () => {
         ws.once('open', () => ws.send(message));
         ws.once('close', (code) => resolve(code));
         ws.once('error', () => {});
+        // A refused upgrade closes with 1006: its status says why instead.
+        ws.once('unexpected-response', (_req, res) => {
+          resolve(-(res.statusCode ?? 0));
+          ws.terminate();
+        });
       });
     try {
       assert.equal(await closeCode(s.webdriver_ws_url, Buffer.alloc(101 * 1024 * 1024, 0x20)), 1009);

@@ -103,7 +103,7 @@ export class LiveView {
     // Between an x11vnc exit and its restart there is nothing to bridge to; the viewer retries.
     const server = session.vncServer;
     if (!server) throw new ServiceUnavailableError('the live view is restarting');
-    const vnc = await server.connect().catch(() => {
+    const vnc = await connectWithRetry(server).catch(() => {
       throw new ServiceUnavailableError('the live view is restarting');
     });
     let admitted: () => void;
@@ -177,5 +177,21 @@ export class LiveView {
     // ws has begun closing with the code that says why (1009 for a message too big) and reads
     // the rest of the viewer's bytes meanwhile: cutting it now would lose that close frame.
     viewer.on('error', () => closeBoth(false));
+  }
+}
+
+/**
+ * x11vnc accepts on its Unix socket from one thread: on a loaded machine a connect can fail while
+ * it is busy. A few tries a moment apart before a 503 (the viewer page would retry; a raw client
+ * would not).
+ */
+async function connectWithRetry(server: { connect(): Promise<Socket> }, tries = 4): Promise<Socket> {
+  for (let i = 1; ; i++) {
+    try {
+      return await server.connect();
+    } catch (err) {
+      if (i >= tries) throw err;
+      await new Promise((r) => setTimeout(r, 250 * i));
+    }
   }
 }
