@@ -13,6 +13,7 @@ import type { LiveSession } from '../sessions/live-session.js';
 import type { SessionManager } from '../sessions/manager.js';
 import type { SessionTokens } from '../tokens.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import { sleep } from '../browser/procs.js';
 import { liveViewPage } from './page.js';
 import { RfbPacer } from './rfb-pacer.js';
 
@@ -191,7 +192,7 @@ async function connectWithRetry(server: { connect(): Promise<Socket> }, tries = 
       return await server.connect();
     } catch (err) {
       if (i >= tries) throw err;
-      await new Promise((r) => setTimeout(r, 250 * i));
+      await sleep(250 * i);
     }
   }
 }
