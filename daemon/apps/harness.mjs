@@ -31,12 +31,19 @@ module.registerHooks({
  */
 const flushed = () => Promise.all([process.stdout, process.stderr].map((s) => new Promise((r) => s.write('', r))));
 
+// The harness's own settings, taken out of the environment before the app loads: the app's code
+// and what it starts see only the app's variables (and a 128 KiB payload is not inherited).
+const RESULT_FD = Number(process.env.RBROWSE_RESULT_FD);
+const PAYLOAD = process.env.RBROWSE_PAYLOAD;
+const INVOCATION_ID = process.env.RBROWSE_INVOCATION_ID ?? '';
+for (const name of ['RBROWSE_RESULT_FD', 'RBROWSE_PAYLOAD', 'RBROWSE_INVOCATION_ID']) delete process.env[name];
+
 let answered = false;
 function send(message, code) {
   // The first answer counts: an error the app throws after it is not the action's result.
   if (answered) return;
   answered = true;
-  const resultFd = Number(process.env.RBROWSE_RESULT_FD);
+  const resultFd = RESULT_FD;
   void flushed().then(() => {
     if (!Number.isInteger(resultFd) || resultFd < 3) {
       // Started by hand, without the daemon: show the answer instead of losing it.
@@ -93,9 +100,9 @@ async function main() {
   }
   const appDir = process.cwd();
   let payload;
-  if (mode === 'run' && process.env.RBROWSE_PAYLOAD !== undefined) {
+  if (mode === 'run' && PAYLOAD !== undefined) {
     try {
-      payload = JSON.parse(process.env.RBROWSE_PAYLOAD);
+      payload = JSON.parse(PAYLOAD);
     } catch (err) {
       return fail(err, 'the payload is not JSON: ');
     }
@@ -116,7 +123,7 @@ async function main() {
   if (!action) return fail(new Error(`action ${actionName} not found in app ${appName} (actions: ${[...actions.keys()].join(', ')})`));
   let value;
   try {
-    value = await action.handler({ invocation_id: process.env.RBROWSE_INVOCATION_ID ?? '' }, payload);
+    value = await action.handler({ invocation_id: INVOCATION_ID }, payload);
   } catch (err) {
     return fail(err);
   }

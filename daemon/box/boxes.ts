@@ -243,6 +243,7 @@ export class Boxes {
     await Promise.all([...this.live.values()].map(({ box }) => box.stop()));
     while (this.releasing.size) await Promise.allSettled([...this.releasing]);
     this.hostPorts.close();
+    await this.cgroups.close();
     await this.uids?.freeAll();
     for (const target of this.runtimeMounts) await execa('umount', ['--lazy', target], { reject: false });
   }

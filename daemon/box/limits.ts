@@ -168,6 +168,11 @@ export class BoxCgroups {
     }
   }
 
+  /** At the daemon's stop, once its boxes' groups are gone: their parents too (one per home, else they pile up in the machine's tree). */
+  async close(): Promise<void> {
+    for (const c of this.controllers) await rmdir(c.parent).catch(() => {});
+  }
+
   /** How much memory a box's group uses now (bytes), where the memory controller is on. */
   async memoryUsage(id: string): Promise<number | undefined> {
     const c = this.controllers.find((x) => x.name === 'memory');

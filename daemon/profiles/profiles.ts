@@ -182,11 +182,20 @@ export class Profiles implements SessionFeature {
     try {
       // Inside the box, as its user: the session's code may have run there (a PATCH), and
       // whatever it left at /home/kernel/user-data is removed and written as the session would.
-      if (replace) {
-        await ctx.files.deleteDirectory(USER_DATA_DIR);
-        await ctx.files.createDirectory(USER_DATA_DIR, '700');
+      try {
+        if (replace) {
+          await ctx.files.deleteDirectory(USER_DATA_DIR);
+          await ctx.files.createDirectory(USER_DATA_DIR, '700');
+        }
+        await unpackUserData(this.archive(profile.id), ctx.files, USER_DATA_DIR);
+      } catch (err) {
+        // The session's own processes run on during a restart in place: one that moves or
+        // links its user data between these steps has raced itself, and nothing is missing.
+        if (replace && (err instanceof NotFoundError || err instanceof ConflictError)) {
+          throw new ConflictError(`${USER_DATA_DIR} changed while the profile was loaded (a process of the session moved it); try again`);
+        }
+        throw err;
       }
-      await unpackUserData(this.archive(profile.id), ctx.files, USER_DATA_DIR);
       await this.deps.store.update(() => void (profile.last_used_at = new Date().toISOString()));
     } catch (err) {
       release();
