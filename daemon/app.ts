@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlFor, homePaths } from '../src/config.js';
+import { NotFoundError } from '../src/errors.js';
 import { Auth } from './auth.js';
 import { ComputerControl } from './computer/computer.js';
 import { DisplayAllocator } from './browser/xvfb.js';
@@ -245,6 +246,12 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     hosts,
     auth,
     scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
+    jwtScope: async (jwt) => {
+      const session = await sessions.sessionForToken(jwt, 'cdp');
+      const scope = await projects.scopeOfOwner(session.record.org_id);
+      if (!scope) throw new NotFoundError('browser session not found or ended');
+      return { sessionId: session.id, scope };
+    },
     log: opts.log,
     answered: (r) => {
       telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id));

@@ -75,6 +75,12 @@ function newProject(orgId: string, name: string, isDefault = false): ProjectReco
   };
 }
 
+/** The project headers of a request: X-Kernel-Project-Id (an id) and X-Kernel-Project (a name or an id). */
+export interface ProjectHeaders {
+  id?: string;
+  ref?: string;
+}
+
 const view = (p: ProjectRecord): Project => ({ id: p.id, name: p.name, status: p.status, created_at: p.created_at, updated_at: p.updated_at });
 
 /**
@@ -95,12 +101,19 @@ export class Projects {
     deps.store.collection('org_limits');
   }
 
-  /** The scope of a request by this key, with the header's project if any. */
-  async scopeFor(org: OrgRecord, key: ApiKeyRecord, header: string | undefined): Promise<Scope> {
+  /**
+   * The scope of a request by this key, with the headers' project if any: X-Kernel-Project-Id
+   * names it by id, X-Kernel-Project (the SDKs' `project` option) by name or id; both must agree.
+   */
+  async scopeFor(org: OrgRecord, key: ApiKeyRecord, header: ProjectHeaders): Promise<Scope> {
     let project: ProjectRecord;
-    if (header) {
-      const named = this.active(org.id).find((p) => p.id === header);
-      if (!named) throw new ProjectNotFoundError();
+    if (header.id || header.ref) {
+      const active = this.active(org.id);
+      const byId = header.id ? active.find((p) => p.id === header.id) : undefined;
+      const byRef = header.ref ? (active.find((p) => p.id === header.ref) ?? active.find((p) => p.name === header.ref)) : undefined;
+      if ((header.id && !byId) || (header.ref && !byRef)) throw new ProjectNotFoundError();
+      if (byId && byRef && byId !== byRef) throw new BadRequestError('X-Kernel-Project-Id and X-Kernel-Project name different projects');
+      const named = (byId ?? byRef)!;
       if (key.project_id && key.project_id !== named.id) throw new ForbiddenError('this API key is bound to another project');
       project = named;
     } else if (key.project_id) {
@@ -109,6 +122,18 @@ export class Projects {
       project = bound;
     } else project = await this.defaultOf(org.id);
     return { ...org, id: project.default ? org.id : project.id, org_id: org.id, project_id: project.id, key_project_id: key.project_id };
+  }
+
+  /**
+   * The scope of a session's own jwt: the project that owns the session (`ownerId`, a record's
+   * `org_id`), as a key bound to that project would have it. Undefined when the owner is gone.
+   */
+  async scopeOfOwner(ownerId: string): Promise<Scope | undefined> {
+    const project = this.deps.store.data.projects.find((p) => p.id === ownerId && p.status === 'active');
+    const org = this.deps.store.data.orgs.find((o) => o.id === (project ? project.org_id : ownerId));
+    if (!org) return undefined;
+    const owning = project ?? (await this.defaultOf(org.id));
+    return { ...org, id: ownerId, org_id: org.id, project_id: owning.id, key_project_id: owning.id };
   }
 
   /** The id records of this project carry in `org_id` (see Scope). */

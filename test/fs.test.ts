@@ -230,6 +230,20 @@ describe('filesystem inside a session', () => {
       [],
     );
 
+    // The Python SDK's encoding: no index, the n-th file goes with the n-th dest_path.
+    const python = new FormData();
+    python.append('files[][dest_path]', '/home/kernel/py/one.txt');
+    python.append('files[][dest_path]', '/home/kernel/py/two.txt');
+    python.append('files[][file]', new Blob(['first']), 'one.txt');
+    python.append('files[][file]', new Blob(['second']), 'two.txt');
+    const fromPython = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.apiKey}` },
+      body: python,
+    });
+    assert.equal(fromPython.status, 204, await fromPython.text());
+    assert.deepEqual([(await read(id, '/home/kernel/py/one.txt')).text, (await read(id, '/home/kernel/py/two.txt')).text], ['first', 'second']);
+
     const noDest = new FormData();
     noDest.append('files[0][file]', new Blob(['x']), 'x.txt');
     const refused = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload`, {

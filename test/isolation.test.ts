@@ -350,14 +350,14 @@ describe('between sessions, apps and the host (lines 4-7)', () => {
     const exposed = await startExposedTargets();
     try {
       // Another local uid, on the host.
-      const local = await waitFor(
+      const local = (await waitFor(
         async () => {
           const r = await scanAsLocalUser();
           return r.rfb.includes(exposed.rfb) && r.devtools.includes(exposed.devtools) ? r : undefined;
         },
         30_000,
         'the scan to see the raw x11vnc',
-      );
+      ))!;
       assert.deepEqual(local.devtools, [exposed.devtools], 'the raw Chromium, and no session');
       assert.deepEqual(local.rfb, [exposed.rfb], 'the raw x11vnc, and no session');
       assert.deepEqual(new Set(local.x.map(displayOf)), new Set([exposed.display]), 'the raw Xvfb (its abstract and file sockets), and no session');
@@ -365,7 +365,7 @@ describe('between sessions, apps and the host (lines 4-7)', () => {
       // Code in another organization's session: the host's loopback services reach it (raw
       // Chromium included), and its own browser; A's are not among them.
       await upload(b, intruderKey, '/home/kernel/scan.cjs', SCAN_SCRIPT);
-      const inside = await waitFor(
+      const inside = (await waitFor(
         async () => {
           const r = await inB('/opt/rbrowse/bin/node /home/kernel/scan.cjs');
           const reach = JSON.parse(r.out) as Reach;
@@ -373,7 +373,7 @@ describe('between sessions, apps and the host (lines 4-7)', () => {
         },
         30_000,
         "B's scan to reach the host's loopback",
-      );
+      ))!;
       assert.equal(inside.devtools.length, 2, `its own Chromium and the raw one, no other: ${JSON.stringify(inside)}`);
       assert.deepEqual(inside.rfb, [exposed.rfb]);
       assert.deepEqual(inside.x, [], 'no X display: B is headless, and the host and A have their own');

@@ -65,6 +65,14 @@ describe('projects', () => {
     const unknown = await call('GET', '/browsers', 'nosuchproject00000000000');
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.code, 'project_not_found');
+    // X-Kernel-Project (the newer SDKs' `project` option) takes a name or an id; an unknown one is a 404, not the default.
+    const byProjectHeader = async (value: string, extra: Record<string, string> = {}) =>
+      fetch(`${d.baseUrl}/browsers/${b.session_id}`, { headers: { authorization: `Bearer ${d.apiKey}`, 'x-kernel-project': value, ...extra } });
+    assert.equal((await byProjectHeader(def.name)).status, 200);
+    assert.equal((await byProjectHeader(def.id)).status, 200);
+    const unknownName = await byProjectHeader('No Such Project');
+    assert.deepEqual([unknownName.status, (await unknownName.json()).code], [404, 'project_not_found']);
+    assert.equal((await byProjectHeader(def.name, { 'x-kernel-project-id': def.id })).status, 200, 'both headers, one project');
     // Another organization has its own Default project, and ours is unknown to it.
     const otherKey = (await d.cli(['auth', 'create-key', '--org', 'projects-other'])).stdout.trim();
     const theirs = await call('GET', '/org/projects', undefined, undefined, otherKey);

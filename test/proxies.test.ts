@@ -387,6 +387,7 @@ describe('sessions through proxies', () => {
     assert.equal(tls.protocol, 'https');
     const s = await createSession({});
     assert.equal(s.proxy_id, undefined);
+    assert.deepEqual(s.proxy, { mode: 'default' }, 'no proxy of its own: the default egress');
     const browser = await chromium.connectOverCDP(s.cdp_ws_url);
     try {
       const page = await browser.contexts()[0]!.newPage();
@@ -404,6 +405,27 @@ describe('sessions through proxies', () => {
       assert.notEqual(res?.status(), 200);
       assert.ok(!bob.seen.some((r) => r.includes('direct.invalid')), 'the bypassed host did not reach the proxy');
       assert.equal(await via(page, '/not-bypassed'), 'bob');
+
+      // Kernel's `proxy` object (0.94): by name, by id, or a mode; answered as the resolved proxy.
+      const named = await createProxy({ ...custom(alice, { username: USER, password: PASSWORD }), name: 'by-name' });
+      const byName = await d.api('PATCH', `/browsers/${s.session_id}`, { proxy: { name: 'by-name' } });
+      assert.equal(byName.status, 200, byName.text);
+      assert.deepEqual([byName.body.proxy_id, byName.body.proxy], [named.id, { id: named.id, name: 'by-name' }]);
+      assert.equal(await via(page, '/by-name'), 'alice');
+      const direct = await d.api('PATCH', `/browsers/${s.session_id}`, { proxy: { mode: 'direct' } });
+      assert.deepEqual([direct.body.proxy_id, direct.body.proxy], [undefined, { mode: 'direct' }]);
+      assert.equal((await d.api('PATCH', `/browsers/${s.session_id}`, { proxy: { id: bypassing.id } })).body.proxy_id, bypassing.id);
+      for (const [body, status] of [
+        [{ proxy: {} }, 400],
+        [{ proxy: { id: named.id, mode: 'direct' } }, 400],
+        [{ proxy: { mode: 'stealthy' } }, 400],
+        [{ proxy: { name: 'no-such-proxy' } }, 404],
+        [{ proxy: { id: named.id }, proxy_id: bypassing.id }, 400],
+      ] as const) {
+        assert.equal((await d.api('PATCH', `/browsers/${s.session_id}`, body)).status, status, JSON.stringify(body));
+      }
+      const created = await createSession({ proxy: { name: 'by-name' } });
+      assert.deepEqual(created.proxy, { id: named.id, name: 'by-name' });
     } finally {
       await browser.close();
     }

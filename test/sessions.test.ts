@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import Kernel from '@onkernel/sdk';
 import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright';
 import puppeteer from 'puppeteer-core';
@@ -73,6 +74,15 @@ describe('sessions', () => {
     } finally {
       await browser.close();
     }
+    // Listed by its tags (every pair must match, as the SDKs send them: ?tags[team]=a), never by others.
+    const other = await create({ headless: true, tags: { team: 'b' } });
+    const kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+    const listed = async (tags: Record<string, string>) => (await kernel.browsers.list({ tags })).getPaginatedItems().map((b) => b.session_id);
+    assert.deepEqual(await listed({ team: 'a' }), [s.session_id]);
+    assert.deepEqual(await listed({ team: 'b' }), [other.session_id]);
+    assert.deepEqual(await listed({ team: 'a', env: 'x' }), []);
+    assert.equal((await d.api('GET', '/browsers?tags=a')).status, 400, 'tags are key-value pairs');
+    await d.api('DELETE', `/browsers/${other.session_id}`);
     // by name as well as by id
     assert.equal((await d.api('GET', '/browsers/headful-one')).body.session_id, s.session_id);
     assert.equal((await d.api('POST', '/browsers', { headless: true, name: 'headful-one' })).status, 409);

@@ -1,8 +1,9 @@
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import qs from 'qs';
 import fastJson from 'fast-json-stringify';
-import type { TSchema } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { routes, type OperationId, type RouteDef } from '../../src/api/routes.js';
 import { ErrorBodySchema } from '../../src/api/schemas.js';
 import type { Duplex } from 'node:stream';
@@ -13,7 +14,7 @@ import { VERSION } from '../../src/version.js';
 import type { Auth } from '../auth.js';
 import type { ApiKeyRecord } from '../auth.js';
 import type { OrgRecord } from '../org-records.js';
-import type { Scope } from '../projects.js';
+import type { ProjectHeaders, Scope } from '../projects.js';
 import { toErrorReply } from './errors.js';
 import { formDoc } from './form-doc.js';
 import { lazily, lazyValidator } from '../lib/validators.js';
@@ -27,14 +28,15 @@ declare module 'fastify' {
     apiKey: ApiKeyRecord | null;
   }
   interface FastifyContextConfig {
-    auth?: RouteDef['auth'];
+    /** base-url: a session's sub-resource under its base_url, with the session's jwt (see baseUrlTwin). */
+    auth?: RouteDef['auth'] | 'base-url';
   }
 }
 
 export interface ServerDeps {
   auth: Auth;
   /** The request's scope: its organization's project named by the header, the key or the default. */
-  scopeFor: (org: OrgRecord, key: ApiKeyRecord, projectHeader: string | undefined) => Promise<Scope>;
+  scopeFor: (org: OrgRecord, key: ApiKeyRecord, projectHeaders: ProjectHeaders) => Promise<Scope>;
   handlers: Handlers;
   log: (msg: string, extra?: object) => void;
   /** Called after each answered request an organization made (not admin, jwt or public ones). */
@@ -45,6 +47,27 @@ export interface ServerDeps {
   connections: ConnectionGuard;
   /** Which Host names are served (DNS rebinding). */
   hosts: HostCheck;
+  /** The session a jwt (a session's cdp jwt) names, and the scope it acts in: its owner's project. */
+  jwtScope: (jwt: string | undefined) => Promise<{ sessionId: string; scope: Scope }>;
+}
+
+/** Where a session's sub-resources are served again under its base_url (`/browser`), as on a Kernel VM. */
+const BASE_URL_PREFIX = '/browser/';
+
+/**
+ * A session's sub-resource route (`/browsers/:id/fs/read_file`) as the SDKs reach it under the
+ * session's base_url (`/browser/fs/read_file?jwt=`, KERNEL_BROWSER_ROUTING_SUBRESOURCES): the
+ * same schema and handler, the session named by the jwt instead of the path and the key.
+ */
+function baseUrlTwin(route: RouteDef): { url: string; querystring: TSchema } | undefined {
+  const m = /^\/browsers\/:id\/(.+)$/.exec(route.url);
+  if (!m || route.auth !== 'key') return undefined;
+  const query = route.querystring as (TSchema & { properties?: Record<string, TSchema>; additionalProperties?: unknown }) | undefined;
+  const querystring = Type.Object(
+    { ...(query?.properties ?? {}), jwt: Type.Optional(Type.String({ maxLength: 4096 })) },
+    query && query.additionalProperties === false ? { additionalProperties: false } : {},
+  );
+  return { url: `${BASE_URL_PREFIX}${m[1]}`, querystring };
 }
 
 /**
@@ -90,7 +113,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     // Fastify's own 503 and 400 bodies are not kernel-wire's: both are answered below instead.
     return503OnClosing: false,
     clientErrorHandler: answerClientError,
-    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    routerOptions: {
+      ignoreTrailingSlash: true,
+      ignoreDuplicateSlashes: true,
+      // OpenAPI's deepObject style, as the SDKs send it (`?tags[team]=backend`): one level of nesting.
+      querystringParser: (query) => qs.parse(query, { depth: 1, parameterLimit: 1000 }),
+    },
   });
   let closing = false;
   app.addHook('preClose', async () => {
@@ -142,6 +170,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (req) => {
     const auth = req.routeOptions.config?.auth ?? 'key';
     if (auth === 'none' || auth === 'session-jwt') return;
+    if (auth === 'base-url') {
+      const { sessionId, scope } = await deps.jwtScope((req.query as { jwt?: string }).jwt);
+      (req.params as Record<string, string>).id = sessionId;
+      req.org = scope;
+      return;
+    }
     const token = bearer(req);
     if (auth === 'admin') {
       if (!token || !deps.auth.isAdminToken(token)) throw new UnauthorizedError('admin token required');
@@ -149,8 +183,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     }
     const found = token ? deps.auth.keyFor(token) : undefined;
     if (!found) throw new UnauthorizedError();
-    const header = req.headers['x-kernel-project-id'];
-    req.org = await deps.scopeFor(found.org, found.key, Array.isArray(header) ? header[0] : header || undefined);
+    const one = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) || undefined;
+    req.org = await deps.scopeFor(found.org, found.key, { id: one(req.headers['x-kernel-project-id']), ref: one(req.headers['x-kernel-project']) });
     req.apiKey = found.key;
   });
 
@@ -198,7 +232,15 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     throw new NotFoundError(`no route ${req.method} ${req.url.split('?')[0]}`);
   });
 
+  // Twins are skipped where the table already serves the same path itself (curl, telemetry/stream, a replay's mp4).
+  const served = new Set(Object.values(routes as Record<string, RouteDef>).map((r) => `${r.method} ${r.url}`));
   for (const [op, route] of Object.entries(routes) as [OperationId, RouteDef][]) {
+    const twin = baseUrlTwin(route);
+    register(op, route);
+    if (twin && !served.has(`${route.method} ${twin.url}`)) register(op, route, twin);
+  }
+
+  function register(op: OperationId, route: RouteDef, twin?: { url: string; querystring: TSchema }): void {
     const handler = deps.handlers[op] as (ctx: object) => unknown;
     const response: Record<string, TSchema | object> = {
       [route.success.status]: route.produces
@@ -211,17 +253,18 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     };
     app.route({
       method: route.method,
-      url: route.url,
+      url: twin ? twin.url : route.url,
       // A multipart route's form is documented by a swagger transform (daemon/http/form-doc.ts).
-      config: { auth: route.auth, ...(route.form ? { swaggerTransform: formDoc(route) } : {}) },
+      config: { auth: twin ? 'base-url' : route.auth, ...(route.form && !twin ? { swaggerTransform: formDoc(route) } : {}) },
       schema: {
-        operationId: op,
+        // One operation in the document: the twin is the same call by another way in.
+        ...(twin ? { hide: true } : { operationId: op }),
         summary: route.summary,
         tags: [route.tag],
         ...(route.hidden ? { hide: true } : {}),
         ...(route.auth === 'none' || route.auth === 'session-jwt' ? { security: [] } : {}),
         ...(route.params ? { params: route.params } : {}),
-        ...(route.querystring ? { querystring: route.querystring } : {}),
+        ...(twin ? { querystring: twin.querystring } : route.querystring ? { querystring: route.querystring } : {}),
         ...(route.body ? { body: route.body } : {}),
         response,
       },

@@ -17,9 +17,10 @@ export async function* formParts(request: FastifyRequest, limits?: { fileSize?: 
 }
 
 /**
- * The index and key of one field of an array of objects in a multipart form, in either SDK's
- * encoding: the Node SDK's `files[0][file]`, or the Go SDK's repeated `files.file` (counted in
- * order, per key, in `seen`). null for any other field.
+ * The index and key of one field of an array of objects in a multipart form, in any SDK's
+ * encoding: the Node SDK's `files[0][file]`, or the Go SDK's repeated `files.file` and the Python
+ * SDK's repeated `files[][file]` (both counted in order, per key, in `seen`: the n-th `file` goes
+ * with the n-th `dest_path`). null for any other field.
  */
 export function formEntry<K extends string>(
   fieldname: string,
@@ -29,9 +30,9 @@ export function formEntry<K extends string>(
 ): { index: number; key: K } | null {
   const node = /^(\w+)\[(\d+)\]\[(\w+)\]$/.exec(fieldname);
   if (node && node[1] === array && keys.includes(node[3] as K)) return { index: Number(node[2]), key: node[3] as K };
-  const go = /^(\w+)\.(\w+)$/.exec(fieldname);
-  if (!go || go[1] !== array || !keys.includes(go[2] as K)) return null;
-  const key = go[2] as K;
+  const counted = /^(\w+)\.(\w+)$/.exec(fieldname) ?? /^(\w+)\[\]\[(\w+)\]$/.exec(fieldname);
+  if (!counted || counted[1] !== array || !keys.includes(counted[2] as K)) return null;
+  const key = counted[2] as K;
   const index = seen.get(key) ?? 0;
   seen.set(key, index + 1);
   return { index, key };

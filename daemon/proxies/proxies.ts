@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { CheckProxyBody, CreateProxyBody, ListProxiesQuery, Proxy as ProxyAnswer, UpdateProxyBody } from '../../src/api/proxies.js';
-import type { CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserProxySelection, BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
@@ -162,11 +162,39 @@ export class Proxies implements SessionFeature {
   // --- SessionFeature: the proxy of POST /browsers, pools and PATCH /browsers/{id} ---
 
   check(org: OrgRecord, body: CreateBrowserBody): void {
+    const selected = body.proxy && this.selected(org, body.proxy, body.proxy_id);
+    if (selected?.id) body.proxy_id = selected.id;
     if (body.proxy_id) this.find(org, body.proxy_id);
   }
 
   checkUpdate(org: OrgRecord, _record: SessionRecord, body: UpdateBrowserBody): void {
+    const selected = body.proxy && this.selected(org, body.proxy, body.proxy_id);
+    if (selected) {
+      // A mode leaves the selected proxy; direct also leaves a stealth session's default.
+      body.proxy_id = selected.id ?? '';
+      if (selected.mode) body.disable_default_proxy = selected.mode === 'direct';
+    }
     if (body.proxy_id) this.find(org, body.proxy_id);
+  }
+
+  /** Kernel's `proxy` object: a proxy by id or by name (its id), or a mode; with proxy_id too, both must agree. */
+  private selected(org: OrgRecord, proxy: BrowserProxySelection, proxyId: string | null | undefined): { id?: string; mode?: 'direct' | 'default' } {
+    const id = proxy.id ?? (proxy.name !== undefined ? this.named(org, proxy.name).id : undefined);
+    if (proxyId && proxyId !== id) throw BadRequestError.field('proxy', 'names another proxy than proxy_id (send one of them)');
+    return id ? { id } : { mode: proxy.mode };
+  }
+
+  private named(org: Pick<OrgRecord, 'id'>, name: string): ProxyRecord {
+    const record = this.deps.store.data.proxies.find((p) => p.name === name && p.org_id === org.id);
+    if (!record) throw new NotFoundError(`proxy named ${JSON.stringify(name)} not found`);
+    return record;
+  }
+
+  /** The resolved proxy of a session, as Kernel answers it: the selected one, else its egress mode. */
+  view(record: SessionRecord): Partial<BrowserSession> {
+    const proxy = record.proxy_id ? this.deps.store.data.proxies.find((p) => p.id === record.proxy_id) : undefined;
+    if (proxy) return { proxy: { id: proxy.id, ...(proxy.name ? { name: proxy.name } : {}) } };
+    return { proxy: { mode: record.disable_default_proxy ? 'direct' : 'default' } };
   }
 
   /** Every session gets a forwarder, so a PATCH can add a proxy to a session created without one. */
@@ -212,6 +240,7 @@ export class Proxies implements SessionFeature {
     const forwarder = this.forwarders.get(record.id);
     if (!forwarder) return undefined;
     if (!body.proxy_id) {
+      if (body.proxy?.mode === 'direct') record.disable_default_proxy = true;
       forwarder.route(this.defaultFor(record));
       return undefined;
     }

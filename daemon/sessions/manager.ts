@@ -357,7 +357,8 @@ export class SessionManager {
         (s) =>
           s.org_id === org.id &&
           (status === 'all' || (status === 'active') === !s.deleted_at) &&
-          (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)),
+          (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)) &&
+          Object.entries(q.tags ?? {}).every(([k, v]) => s.tags?.[k] === v),
       );
     // Newest first, as an operator looking for the session they just made expects.
     matches.sort((a, b) => b.created_at.localeCompare(a.created_at));

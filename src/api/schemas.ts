@@ -83,6 +83,21 @@ export const TimeoutSecondsSchema = Type.Integer({
 
 const StartUrlSchema = Type.String({ format: 'uri', maxLength: 8192 });
 
+/** Kernel's `proxy` (0.94, for proxy_id): exactly one of a proxy by id, by name, or an egress mode. */
+export const BrowserProxySelectionSchema = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1 })),
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    mode: Type.Optional(
+      Type.Union([Type.Literal('direct'), Type.Literal('default')], {
+        description: "direct: no proxy, whatever stealth says; default: a stealth session's default proxy (RBROWSE_STEALTH_PROXY), else direct",
+      }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1, maxProperties: 1 },
+);
+export type BrowserProxySelection = Static<typeof BrowserProxySelectionSchema>;
+
 export const CreateBrowserSchema = Type.Object(
   {
     invocation_id: Type.Optional(Type.String({ minLength: 1 })),
@@ -93,6 +108,7 @@ export const CreateBrowserSchema = Type.Object(
     profile: Type.Optional(ProfileSelectionSchema),
     extensions: Type.Optional(Type.Array(ExtensionSelectionSchema, { maxItems: 20 })),
     proxy_id: Type.Optional(Type.String()),
+    proxy: Type.Optional(BrowserProxySelectionSchema),
     viewport: Type.Optional(ViewportSchema),
     kiosk_mode: Type.Optional(Type.Boolean()),
     name: Type.Optional(SessionNameSchema),
@@ -117,6 +133,7 @@ export const UpdateViewportSchema = Type.Object(
 export const UpdateBrowserSchema = Type.Object(
   {
     proxy_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    proxy: Type.Optional(BrowserProxySelectionSchema),
     // Stealth sessions go through the daemon's default stealth proxy (RBROWSE_STEALTH_PROXY), as
     // Kernel's through its managed one; true: direct from now on, false: through it again.
     disable_default_proxy: Type.Optional(Type.Boolean()),
@@ -160,6 +177,12 @@ export const BrowserSessionSchema = Type.Object(
     persistence: Type.Optional(Type.Object({ id: Type.String() })),
     profile: Type.Optional(ProfileMetadataSchema),
     proxy_id: Type.Optional(Type.String()),
+    proxy: Type.Optional(
+      Type.Object(
+        { id: Type.Optional(Type.String()), name: Type.Optional(Type.String()), mode: Type.Optional(Type.String()) },
+        { description: 'The resolved proxy: the selected one by id and name, or the egress mode (direct or default)' },
+      ),
+    ),
     viewport: Type.Optional(Type.Object({ width: Type.Integer(), height: Type.Integer(), refresh_rate: Type.Optional(Type.Integer()) })),
     kiosk_mode: Type.Optional(Type.Boolean()),
     deleted_at: Type.Optional(Type.String({ format: 'date-time' })),
@@ -193,6 +216,9 @@ export const ListBrowsersQuerySchema = Type.Object({
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('deleted'), Type.Literal('all')], { default: 'active' })),
   include_deleted: Type.Optional(Type.Boolean({ description: 'Deprecated: same as status=all' })),
   query: Type.Optional(Type.String({ description: 'Matches the session id or name (substring)' })),
+  tags: Type.Optional(
+    Type.Record(Type.String(), Type.String(), { description: 'Sessions carrying every one of these tags (?tags[team]=backend&tags[env]=staging)' }),
+  ),
 });
 export type ListBrowsersQuery = Static<typeof ListBrowsersQuerySchema>;
 

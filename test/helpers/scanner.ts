@@ -118,11 +118,11 @@ export async function startExposedTargets(): Promise<{ devtools: number; rfb: nu
     started.push(chromium.pid!);
     let err = '';
     chromium.stderr!.on('data', (b: Buffer) => (err += b));
-    const devtools = await waitFor(
+    const devtools = (await waitFor(
       () => Number(/DevTools listening on ws:\/\/127\.0\.0\.1:(\d+)/.exec(err)?.[1]) || undefined,
       30_000,
       'the raw Chromium',
-    );
+    ))!;
 
     const xvfb = spawn('Xvfb', ['-displayfd', '3', '-screen', '0', '640x480x24', '-nolisten', 'tcp'], {
       stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
