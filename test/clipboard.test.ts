@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type Kernel from '@onkernel/sdk';
 import { chromium, type Page } from 'playwright';
+import WebSocket from 'ws';
 import { startSdkDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;
@@ -58,6 +59,28 @@ describe('clipboard', () => {
         assert.equal(set.exitCode, 0, set.stderr);
         const get = await d.cli(['computer', 'clipboard', 'get', id]);
         assert.equal(get.stdout, 'from the cli');
+
+        // Clipboard calls between playwright.execute calls on the same session answer each time.
+        for (const n of [1, 2]) {
+          const ran = await kernel.browsers.playwright.execute(id, {
+            code: `await page.setContent('<input id=i>'); await page.click('#i'); await page.keyboard.type('x${n}'); return page.inputValue('#i');`,
+          });
+          assert.equal(ran.result, `x${n}`);
+          await kernel.browsers.computer.writeClipboard(id, { text: `round ${n}` });
+          assert.deepEqual(await kernel.browsers.computer.readClipboard(id), { text: `round ${n}` });
+        }
+
+        // A client that auto-attached (pausing new targets for itself) and then only ended its side
+        // of the connection, as a process that exits does: the daemon's clipboard page is not held.
+        const halfClosed = new WebSocket(session.cdp_ws_url);
+        await new Promise((resolve) => halfClosed.once('open', resolve));
+        halfClosed.send(
+          JSON.stringify({ id: 1, method: 'Target.setAutoAttach', params: { autoAttach: true, waitForDebuggerOnStart: true, flatten: true } }),
+        );
+        await new Promise((resolve) => halfClosed.once('message', resolve));
+        (halfClosed as unknown as { _socket: import('node:net').Socket })._socket.end();
+        await kernel.browsers.computer.writeClipboard(id, { text: 'after a half-close' });
+        assert.deepEqual(await kernel.browsers.computer.readClipboard(id), { text: 'after a half-close' });
       } finally {
         await browser.close();
         await kernel.browsers.deleteByID(id);

@@ -198,10 +198,22 @@ export class ChromiumProcess implements DevToolsEndpoint {
 export async function cdpCommands(
   endpoint: DevToolsEndpoint,
   run: (send: (method: string, params?: object, sessionId?: string) => Promise<any>) => Promise<void>,
+  opts: { timeoutMs?: number } = {},
 ): Promise<void> {
   const ws = await openDevTools(endpoint);
   let next = 0;
+  let failed: Error | undefined;
   const pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
+  // No command waits forever: a browser that stops answering (or closes) fails every one still pending.
+  const failAll = (err: Error) => {
+    failed ??= err;
+    for (const p of pending.values()) p.reject(failed);
+    pending.clear();
+  };
+  ws.on('close', () => failAll(new Error('the browser closed the DevTools connection')));
+  const timer = opts.timeoutMs
+    ? setTimeout(() => failAll(new Error(`the browser did not answer within ${opts.timeoutMs} ms`)), opts.timeoutMs)
+    : undefined;
   ws.on('message', (data) => {
     const msg = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: { message: string } };
     const p = msg.id === undefined ? undefined : pending.get(msg.id);
@@ -213,6 +225,7 @@ export async function cdpCommands(
   // sessionId addresses a target attached with flatten: true (its page, not the browser).
   const send = (method: string, params: object = {}, sessionId?: string) =>
     new Promise<any>((resolve, reject) => {
+      if (failed) return reject(failed);
       const id = ++next;
       pending.set(id, { resolve, reject });
       ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
@@ -220,6 +233,7 @@ export async function cdpCommands(
   try {
     await run(send);
   } finally {
+    clearTimeout(timer);
     ws.terminate();
   }
 }

@@ -213,6 +213,12 @@ export class CdpGateway {
     client.on('data', onData);
     if (head.length) onData(head);
     client.on('close', () => closeBoth());
+    // The HTTP server's sockets allow half-open connections, so a client that only ends its side (a
+    // process that exits without a close frame: the FIN its kernel sends) never fires 'close', and
+    // Chromium kept its connection, with any auto-attach that pauses new targets for a debugger
+    // that is gone. A websocket does not half-close: after its close frame Chromium's answer gets a
+    // moment to pass, otherwise both end now.
+    client.on('end', () => (clientClosing ? setTimeout(() => closeBoth(), CLOSE_ANSWER_MS).unref() : closeBoth()));
     upstream.on('close', () => {
       // A refusal ends the client itself, once its last bytes are written.
       if (refusal) return;

@@ -17,26 +17,33 @@ async function withClipboardPage<T>(browser: DevToolsEndpoint, run: (evaluate: (
   }
 }
 
+/** How long one clipboard call may take, its hidden page's set-up included. */
+const CLIPBOARD_TIMEOUT_MS = 10_000;
+
 async function clipboardPage<T>(browser: DevToolsEndpoint, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
   let result!: T;
-  await cdpCommands(browser, async (send) => {
-    const { browserContextId } = await send('Target.createBrowserContext', { disposeOnDetach: true });
-    try {
-      const { targetId } = await send('Target.createTarget', { url: 'chrome://version', browserContextId, background: true, hidden: true });
-      const { sessionId } = await send('Target.attachToTarget', { targetId, flatten: true });
-      await send('Browser.grantPermissions', { permissions: ['clipboardReadWrite', 'clipboardSanitizedWrite'], browserContextId });
-      // The Clipboard API answers only a focused document.
-      await send('Emulation.setFocusEmulationEnabled', { enabled: true }, sessionId);
-      result = await run(async (expression) => {
-        const r = await send('Runtime.evaluate', { expression, awaitPromise: true, userGesture: true, returnByValue: true }, sessionId);
-        if (r.exceptionDetails)
-          throw new ServiceUnavailableError(`the clipboard refused: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
-        return r.result.value;
-      });
-    } finally {
-      await send('Target.disposeBrowserContext', { browserContextId }).catch(() => {});
-    }
-  });
+  await cdpCommands(
+    browser,
+    async (send) => {
+      const { browserContextId } = await send('Target.createBrowserContext', { disposeOnDetach: true });
+      try {
+        const { targetId } = await send('Target.createTarget', { url: 'chrome://version', browserContextId, background: true, hidden: true });
+        const { sessionId } = await send('Target.attachToTarget', { targetId, flatten: true });
+        await send('Browser.grantPermissions', { permissions: ['clipboardReadWrite', 'clipboardSanitizedWrite'], browserContextId });
+        // The Clipboard API answers only a focused document.
+        await send('Emulation.setFocusEmulationEnabled', { enabled: true }, sessionId);
+        result = await run(async (expression) => {
+          const r = await send('Runtime.evaluate', { expression, awaitPromise: true, userGesture: true, returnByValue: true }, sessionId);
+          if (r.exceptionDetails)
+            throw new ServiceUnavailableError(`the clipboard refused: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
+          return r.result.value;
+        });
+      } finally {
+        await send('Target.disposeBrowserContext', { browserContextId }).catch(() => {});
+      }
+    },
+    { timeoutMs: CLIPBOARD_TIMEOUT_MS },
+  );
   return result;
 }
 

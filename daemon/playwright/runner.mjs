@@ -7,8 +7,13 @@ import { text } from 'node:stream/consumers';
 import { transform } from 'esbuild';
 import { chromium } from 'playwright';
 
-const answer = (value) => {
+let connected;
+const answer = async (value) => {
   writeSync(3, safeJson(value));
+  // A clean goodbye to the browser before the process ends: a connection cut by the exit leaves
+  // Chromium's auto-attach of this client in place for a moment, and a page created then (the
+  // daemon's clipboard page) waited for a debugger that was gone.
+  await connected?.close().catch(() => {});
   process.exit(0);
 };
 
@@ -30,18 +35,19 @@ try {
   const out = await transform(`async function __body__() {\n${code}\n}`, { loader: 'ts', target: 'es2022' });
   body = out.code.slice(out.code.indexOf('{') + 1, out.code.lastIndexOf('}'));
 } catch (err) {
-  answer({ success: false, error: `the code does not compile: ${err.message}` });
+  await answer({ success: false, error: `the code does not compile: ${err.message}` });
 }
 
 const browser = await chromium
   .connectOverCDP(cdp, { timeout: 30_000 })
   .catch((err) => answer({ success: false, error: `could not connect to the session's browser: ${err.message}` }));
+connected = browser;
 const context = browser.contexts()[0] ?? (await browser.newContext());
 const page = context.pages()[0] ?? (await context.newPage());
 const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
 try {
   const result = await new AsyncFunction('page', 'context', 'browser', body)(page, context, browser);
-  answer({ success: true, result: result === undefined ? null : result });
+  await answer({ success: true, result: result === undefined ? null : result });
 } catch (err) {
-  answer({ success: false, error: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined });
+  await answer({ success: false, error: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined });
 }
