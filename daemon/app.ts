@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { baseUrlFor, homePaths } from '../src/config.js';
 import { NotFoundError } from '../src/errors.js';
+import { MachineSize } from './sessions/machine-size.js';
 import { Auth } from './auth.js';
 import { ComputerControl } from './computer/computer.js';
 import { DisplayAllocator } from './browser/xvfb.js';
@@ -155,6 +156,10 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     log: opts.log,
     stealthProxy: parseStealthProxy(process.env.RBROWSE_STEALTH_PROXY),
   });
+  const machineSize = new MachineSize({
+    defaultBytes: boxes.memoryLimitOf('session'),
+    setMemoryLimit: (id, bytes) => boxes.setMemoryLimit(id, bytes),
+  });
   const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log });
   await deployments.recover();
   const invocations = new Invocations({
@@ -207,7 +212,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     publicUrl,
     log: opts.log,
     // Order matters: the profile's user data is in place before extensions and the rest launch.
-    features: [profiles, extensions, proxies, stealth, invocations, replays, telemetry],
+    features: [profiles, extensions, proxies, stealth, invocations, replays, telemetry, machineSize],
     runtime: {
       home: opts.home,
       sessionsDir: paths.sessionsDir,

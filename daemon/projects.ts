@@ -227,7 +227,13 @@ export class Projects {
   }
 
   orgLimits(scope: Scope): OrgLimits {
-    return { max_concurrent_sessions: this.deps.orgMaxSessions, default_project_max_concurrent_sessions: this.orgDefault(scope.org_id) };
+    return {
+      max_concurrent_sessions: this.deps.orgMaxSessions,
+      default_project_max_concurrent_sessions: this.orgDefault(scope.org_id),
+      // Fields of Kernel's managed auth, which a local daemon does not offer: answered so clients that require them parse.
+      auth_connections_used: 0,
+      min_health_check_interval_seconds: 300,
+    };
   }
 
   async updateOrgLimits(scope: Scope, body: UpdateOrgLimitsBody): Promise<OrgLimits> {

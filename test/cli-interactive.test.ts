@@ -442,6 +442,8 @@ describe('the dashboard component (ink-testing-library)', () => {
       webdriver_ws_url: `ws://daemon.test/browser/webdriver/session?jwt=${id}`,
       headless: false,
       stealth: false,
+      region: 'us-east',
+      memory: '6GiB',
       timeout_seconds: 60,
       viewport: { width: 1024, height: 768, refresh_rate: 60 },
       browser_live_view_url: `http://daemon.test/browser/live?jwt=${id}`,

@@ -61,6 +61,9 @@ describe('@onkernel/sdk against the daemon', () => {
     assert.deepEqual(created.viewport, { width: 1920, height: 1080, refresh_rate: 25 });
     assert.equal(created.deleted_at, undefined);
     assert.equal(created.proxy_id, undefined);
+    // Kernel's newer models require these: one local region, and the default memory limit (4 GiB) by Kernel's sizes.
+    const sized = created as typeof created & { region?: string; memory?: string };
+    assert.deepEqual([sized.region, sized.memory], ['us-east', '6GiB']);
 
     const retrieved = await kernel.browsers.retrieve(id);
     assert.deepEqual(sansUsage(retrieved), sansUsage(created));
@@ -151,6 +154,35 @@ describe('@onkernel/sdk against the daemon', () => {
       await kernel.browsers.deleteByID(other.session_id);
     } finally {
       await kernel.browsers.deleteByID(b.session_id);
+    }
+  });
+
+  test("memory on create is the session's memory limit; region is kept; bad values are 400s", async () => {
+    const big = await daemon.api('POST', '/browsers', { headless: true, memory: '16GiB', region: 'eu-west' });
+    assert.equal(big.status, 200, big.text);
+    try {
+      assert.deepEqual([big.body.memory, big.body.region], ['16GiB', 'eu-west']);
+      // The box's memory group (cgroup v1 here, v2 elsewhere) holds 16 GiB now.
+      const groups = (await import('node:child_process'))
+        .execFileSync('sh', ['-c', `find /sys/fs/cgroup -maxdepth 6 -type d -name '${big.body.session_id}' 2>/dev/null`])
+        .toString()
+        .trim()
+        .split('\n')
+        .filter(Boolean);
+      const limits = await Promise.all(
+        groups.map(async (g) => (await import('node:fs/promises')).readFile(`${g}/memory.limit_in_bytes`, 'utf8').catch(() => readMax(g))),
+      );
+      assert.ok(
+        limits.some((l) => Number(l) === 16 * 1024 ** 3),
+        `limits ${limits}`,
+      );
+    } finally {
+      await daemon.api('DELETE', `/browsers/${big.body.session_id}`);
+    }
+    for (const body of [{ memory: '4GiB' }, { region: 'mars' }])
+      assert.equal((await daemon.api('POST', '/browsers', { headless: true, ...body })).status, 400);
+    async function readMax(g: string) {
+      return (await import('node:fs/promises')).readFile(`${g}/memory.max`, 'utf8').catch(() => '');
     }
   });
 

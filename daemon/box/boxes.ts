@@ -232,6 +232,16 @@ export class Boxes {
   }
 
   /** A box's memory use now, as its cgroup counts it (its disk's pages included). */
+  /** Changes a running box's memory limit, where the host enforces one. */
+  setMemoryLimit(id: string, bytes: number): Promise<void> {
+    return this.cgroups.setMemory(id, bytes);
+  }
+
+  /** The memory limit boxes of a kind start with. */
+  memoryLimitOf(kind: 'session' | 'app'): number {
+    return (kind === 'session' ? this.sessionLimits : this.appLimits).memoryBytes;
+  }
+
   memoryUsage(id: string): Promise<number | undefined> {
     return this.cgroups.memoryUsage(id);
   }

@@ -168,6 +168,20 @@ export class BoxCgroups {
     }
   }
 
+  /** A running box's memory limit, changed (a session that asked for more than the default). */
+  async setMemory(id: string, bytes: number): Promise<void> {
+    const c = this.controllers.find((x) => x.name === 'memory');
+    if (!c) return;
+    const dir = join(c.parent, id);
+    if (c.version === 2) return void (await writeFile(join(dir, 'memory.max'), String(bytes)));
+    // v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes: raise the pair in the order that holds it.
+    const memsw = join(dir, 'memory.memsw.limit_in_bytes');
+    const current = Number((await readFile(join(dir, 'memory.limit_in_bytes'), 'utf8').catch(() => '0')).trim());
+    if (bytes > current) await writeFile(memsw, String(bytes)).catch(() => {});
+    await writeFile(join(dir, 'memory.limit_in_bytes'), String(bytes));
+    if (bytes <= current) await writeFile(memsw, String(bytes)).catch(() => {});
+  }
+
   /** At the daemon's stop, once its boxes' groups are gone: their parents too (one per home, else they pile up in the machine's tree). */
   async close(): Promise<void> {
     for (const c of this.controllers) await rmdir(c.parent).catch(() => {});

@@ -8,6 +8,7 @@ import type {
   ReleasePoolBody,
   UpdatePoolBody,
 } from '../../src/api/schemas.js';
+import { LOCAL_REGION } from '../sessions/machine-size.js';
 import { ApiError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
@@ -331,6 +332,7 @@ export class PoolManager {
       available_count: this.alive(pool.idle.keys()),
       acquired_count: this.alive(pool.leased),
       browser_pool_config: pool.config,
+      region: LOCAL_REGION,
       ...this.references(pool),
       ...(pool.lastError ? { last_error: pool.lastError } : {}),
     };

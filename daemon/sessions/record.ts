@@ -29,6 +29,9 @@ export interface SessionRecord {
   tags?: Record<string, string>;
   start_url?: string;
   proxy_id?: string;
+  /** Kernel's region and memory size, as asked for on create (see MachineSize). */
+  region?: string;
+  memory?: string;
   /** A stealth session that goes direct instead of through the default stealth proxy (RBROWSE_STEALTH_PROXY). */
   disable_default_proxy?: boolean;
   invocation_id?: string;

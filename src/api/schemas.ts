@@ -98,6 +98,9 @@ export const BrowserProxySelectionSchema = Type.Object(
 );
 export type BrowserProxySelection = Static<typeof BrowserProxySelectionSchema>;
 
+/** Kernel's regions: a local daemon has one (the machine), and keeps whichever a client names. */
+export const RegionSchema = Type.Union([Type.Literal('us-east'), Type.Literal('eu-west')]);
+
 export const CreateBrowserSchema = Type.Object(
   {
     invocation_id: Type.Optional(Type.String({ minLength: 1 })),
@@ -109,6 +112,10 @@ export const CreateBrowserSchema = Type.Object(
     extensions: Type.Optional(Type.Array(ExtensionSelectionSchema, { maxItems: 20 })),
     proxy_id: Type.Optional(Type.String()),
     proxy: Type.Optional(BrowserProxySelectionSchema),
+    region: Type.Optional(RegionSchema),
+    memory: Type.Optional(
+      Type.Union([Type.Literal('8GiB'), Type.Literal('16GiB')], { description: "The session's memory limit (its box's), raised to this size" }),
+    ),
     viewport: Type.Optional(ViewportSchema),
     kiosk_mode: Type.Optional(Type.Boolean()),
     name: Type.Optional(SessionNameSchema),
@@ -173,6 +180,10 @@ export const BrowserSessionSchema = Type.Object(
     headless: Type.Boolean(),
     stealth: Type.Boolean(),
     timeout_seconds: Type.Integer(),
+    region: Type.String({ description: 'The region asked for on create (us-east by default); the browser runs on this machine' }),
+    memory: Type.String({
+      description: "Kernel's name of the session's memory limit: the size asked for, or the smallest that covers the configured one",
+    }),
     browser_live_view_url: Type.Optional(Type.String()),
     persistence: Type.Optional(Type.Object({ id: Type.String() })),
     profile: Type.Optional(ProfileMetadataSchema),
@@ -337,6 +348,7 @@ export const BrowserPoolSchema = Type.Object(
     acquired_count: Type.Integer({ description: 'Browsers leased to clients' }),
     browser_pool_config: BrowserPoolConfigSchema,
     extension_ids: Type.Array(Type.String()),
+    region: Type.String({ description: 'Always us-east: the pool runs on this machine' }),
     profile_id: Type.Optional(Type.String()),
     last_error: Type.Optional(
       Type.Object(
