@@ -110,6 +110,13 @@ describe('browser curl', () => {
     const seen = (await res.json()) as { method: string; headers: Record<string, string>; body: string };
     assert.deepEqual([seen.method, seen.body, seen.headers['x-raw'], seen.headers['content-type']], ['POST', 'raw body', 'yes', 'text/plain']);
     assert.equal(seen.headers.authorization, undefined, 'the API key never reaches the target');
+    // It goes out as the browser: its user agent, none of the SDK's own headers.
+    assert.doesNotMatch(seen.headers['user-agent'] ?? '', /^Kernel\//);
+    assert.match(seen.headers['user-agent'] ?? '', /Chrome\//);
+    assert.deepEqual(
+      Object.keys(seen.headers).filter((h) => h.startsWith('x-stainless-')),
+      [],
+    );
 
     // The target's own status passes through (the SDK turns a non-2xx one into an error).
     await assert.rejects(kernel.browsers.fetch(id, `${fixtures.url}/no-such-page`), (e: any) => e.status === 404);

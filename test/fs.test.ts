@@ -136,6 +136,16 @@ describe('filesystem inside a session', () => {
     assert.equal((await fs(id, 'delete_file', { path: '/tmp/moved.bin' })).status, 404);
     assert.equal((await fs(id, 'delete_file', { path: '/home/kernel/Downloads' })).status, 400, 'not a file');
     assert.equal((await read(id, '/home/kernel/Downloads')).status, 400, 'a directory is not read as a file');
+    // Missing parent directories are made, as Kernel's write_file does; a parent that is a file is a 400 naming no tool.
+    assert.equal(await write(id, '/home/kernel/new/deeper/file.txt', 'made'), 204);
+    assert.equal((await read(id, '/home/kernel/new/deeper/file.txt')).text, 'made');
+    const underFile = await fetch(`${d.baseUrl}/browsers/${id}/fs/write_file?${q('/home/kernel/new/deeper/file.txt/x')}`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/octet-stream' },
+      body: 'x',
+    });
+    assert.equal(underFile.status, 400);
+    assert.doesNotMatch(await underFile.text(), /sh:|mkdir|cat|rbrowse-write/);
     await d.api('DELETE', `/browsers/${id}`);
   });
 

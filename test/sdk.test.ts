@@ -102,90 +102,6 @@ describe('@onkernel/sdk against the daemon', () => {
     assert.equal(deleteAgain.status, 404);
   });
 
-  test("sub-resources routed to the session's base_url (KERNEL_BROWSER_ROUTING_SUBRESOURCES) work with the jwt alone", async () => {
-    const before = process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES;
-    process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES = 'computer,fs,process,playwright,replays,logs';
-    // The SDK reads the setting when it is made; what it sends to base_url is seen by a fetch of our own.
-    const seen: string[] = [];
-    const routed = new Kernel({
-      apiKey: daemon.apiKey,
-      baseURL: daemon.baseUrl,
-      maxRetries: 0,
-      fetch: (url, init) => {
-        seen.push(String(url));
-        return fetch(url, init);
-      },
-    });
-    if (before === undefined) delete process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES;
-    else process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES = before;
-    const b = await routed.browsers.create({ headless: true });
-    try {
-      const ran = await routed.browsers.process.exec(b.session_id, { command: 'sh', args: ['-c', 'echo routed > /tmp/r.txt; cat /tmp/r.txt'] });
-      assert.equal(Buffer.from(ran.stdout_b64 ?? '', 'base64').toString(), 'routed\n');
-      assert.equal(await (await routed.browsers.fs.readFile(b.session_id, { path: '/tmp/r.txt' })).text(), 'routed\n');
-      const shot = await routed.browsers.computer.captureScreenshot(b.session_id);
-      assert.equal(
-        Buffer.from(await shot.arrayBuffer())
-          .subarray(1, 4)
-          .toString(),
-        'PNG',
-      );
-      const pw = await routed.browsers.playwright.execute(b.session_id, { code: 'return 6 * 7;' });
-      assert.equal(pw.result, 42);
-      assert.deepEqual(await routed.browsers.replays.list(b.session_id), []);
-      // They went to base_url, not to /browsers/{id}.
-      const viaBase = seen.filter((u) => u.startsWith(`${b.base_url}/`));
-      assert.ok(
-        viaBase.some((u) => u.includes('/browser/process/exec?')) && viaBase.some((u) => u.includes('/browser/fs/read_file?')),
-        seen.join('\n'),
-      );
-      // A jwt is the only key there: none, a wrong one, or another session's gets nothing.
-      assert.equal((await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt`)).status, 401);
-      assert.equal((await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt&jwt=not-a-jwt`)).status, 401);
-      const other = await kernel.browsers.create({ headless: true });
-      const otherJwt = new URL(other.cdp_ws_url).searchParams.get('jwt')!;
-      await fetch(`${daemon.baseUrl}/browsers/${other.session_id}/process/exec`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${daemon.apiKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ command: 'sh', args: ['-c', 'echo theirs > /tmp/r.txt'] }),
-      });
-      const theirs = await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt&jwt=${otherJwt}`);
-      assert.equal(await theirs.text(), 'theirs\n', 'a jwt reaches its own session only, whatever base_url it is sent to');
-      await kernel.browsers.deleteByID(other.session_id);
-    } finally {
-      await kernel.browsers.deleteByID(b.session_id);
-    }
-  });
-
-  test("memory on create is the session's memory limit; region is kept; bad values are 400s", async () => {
-    const big = await daemon.api('POST', '/browsers', { headless: true, memory: '16GiB', region: 'eu-west' });
-    assert.equal(big.status, 200, big.text);
-    try {
-      assert.deepEqual([big.body.memory, big.body.region], ['16GiB', 'eu-west']);
-      // The box's memory group (cgroup v1 here, v2 elsewhere) holds 16 GiB now.
-      const groups = (await import('node:child_process'))
-        .execFileSync('sh', ['-c', `find /sys/fs/cgroup -maxdepth 6 -type d -name '${big.body.session_id}' 2>/dev/null`])
-        .toString()
-        .trim()
-        .split('\n')
-        .filter(Boolean);
-      const limits = await Promise.all(
-        groups.map(async (g) => (await import('node:fs/promises')).readFile(`${g}/memory.limit_in_bytes`, 'utf8').catch(() => readMax(g))),
-      );
-      assert.ok(
-        limits.some((l) => Number(l) === 16 * 1024 ** 3),
-        `limits ${limits}`,
-      );
-    } finally {
-      await daemon.api('DELETE', `/browsers/${big.body.session_id}`);
-    }
-    for (const body of [{ memory: '4GiB' }, { region: 'mars' }])
-      assert.equal((await daemon.api('POST', '/browsers', { headless: true, ...body })).status, 400);
-    async function readMax(g: string) {
-      return (await import('node:fs/promises')).readFile(`${g}/memory.max`, 'utf8').catch(() => '');
-    }
-  });
-
   test('browsers.list paginates with X-Has-More / X-Next-Offset', async () => {
     const ids: string[] = [];
     try {
@@ -285,5 +201,90 @@ describe('@onkernel/sdk against the daemon', () => {
       (await daemon.api('GET', '/browsers?status=all')).body.filter((s: { timeout_seconds: number }) => s.timeout_seconds === 5),
       [],
     );
+  });
+
+  // Last: the pagination test above counts the sessions earlier tests deleted.
+  test("sub-resources routed to the session's base_url (KERNEL_BROWSER_ROUTING_SUBRESOURCES) work with the jwt alone", async () => {
+    const before = process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES;
+    process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES = 'computer,fs,process,playwright,replays,logs';
+    // The SDK reads the setting when it is made; what it sends to base_url is seen by a fetch of our own.
+    const seen: string[] = [];
+    const routed = new Kernel({
+      apiKey: daemon.apiKey,
+      baseURL: daemon.baseUrl,
+      maxRetries: 0,
+      fetch: (url, init) => {
+        seen.push(String(url));
+        return fetch(url, init);
+      },
+    });
+    if (before === undefined) delete process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES;
+    else process.env.KERNEL_BROWSER_ROUTING_SUBRESOURCES = before;
+    const b = await routed.browsers.create({ headless: true });
+    try {
+      const ran = await routed.browsers.process.exec(b.session_id, { command: 'sh', args: ['-c', 'echo routed > /tmp/r.txt; cat /tmp/r.txt'] });
+      assert.equal(Buffer.from(ran.stdout_b64 ?? '', 'base64').toString(), 'routed\n');
+      assert.equal(await (await routed.browsers.fs.readFile(b.session_id, { path: '/tmp/r.txt' })).text(), 'routed\n');
+      const shot = await routed.browsers.computer.captureScreenshot(b.session_id);
+      assert.equal(
+        Buffer.from(await shot.arrayBuffer())
+          .subarray(1, 4)
+          .toString(),
+        'PNG',
+      );
+      const pw = await routed.browsers.playwright.execute(b.session_id, { code: 'return 6 * 7;' });
+      assert.equal(pw.result, 42);
+      assert.deepEqual(await routed.browsers.replays.list(b.session_id), []);
+      // They went to base_url, not to /browsers/{id}.
+      const viaBase = seen.filter((u) => u.startsWith(`${b.base_url}/`));
+      assert.ok(
+        viaBase.some((u) => u.includes('/browser/process/exec?')) && viaBase.some((u) => u.includes('/browser/fs/read_file?')),
+        seen.join('\n'),
+      );
+      // A jwt is the only key there: none, a wrong one, or another session's gets nothing.
+      assert.equal((await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt`)).status, 401);
+      assert.equal((await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt&jwt=not-a-jwt`)).status, 401);
+      const other = await kernel.browsers.create({ headless: true });
+      const otherJwt = new URL(other.cdp_ws_url).searchParams.get('jwt')!;
+      await fetch(`${daemon.baseUrl}/browsers/${other.session_id}/process/exec`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${daemon.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ command: 'sh', args: ['-c', 'echo theirs > /tmp/r.txt'] }),
+      });
+      const theirs = await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt&jwt=${otherJwt}`);
+      assert.equal(await theirs.text(), 'theirs\n', 'a jwt reaches its own session only, whatever base_url it is sent to');
+      await kernel.browsers.deleteByID(other.session_id);
+    } finally {
+      await kernel.browsers.deleteByID(b.session_id);
+    }
+  });
+
+  test("memory on create is the session's memory limit; region is kept; bad values are 400s", async () => {
+    const big = await daemon.api('POST', '/browsers', { headless: true, memory: '16GiB', region: 'eu-west' });
+    assert.equal(big.status, 200, big.text);
+    try {
+      assert.deepEqual([big.body.memory, big.body.region], ['16GiB', 'eu-west']);
+      // The box's memory group (cgroup v1 here, v2 elsewhere) holds 16 GiB now.
+      const groups = (await import('node:child_process'))
+        .execFileSync('sh', ['-c', `find /sys/fs/cgroup -maxdepth 6 -type d -name '${big.body.session_id}' 2>/dev/null`])
+        .toString()
+        .trim()
+        .split('\n')
+        .filter(Boolean);
+      const limits = await Promise.all(
+        groups.map(async (g) => (await import('node:fs/promises')).readFile(`${g}/memory.limit_in_bytes`, 'utf8').catch(() => readMax(g))),
+      );
+      assert.ok(
+        limits.some((l) => Number(l) === 16 * 1024 ** 3),
+        `limits ${limits}`,
+      );
+    } finally {
+      await daemon.api('DELETE', `/browsers/${big.body.session_id}`);
+    }
+    for (const body of [{ memory: '4GiB' }, { region: 'mars' }])
+      assert.equal((await daemon.api('POST', '/browsers', { headless: true, ...body })).status, 400);
+    async function readMax(g: string) {
+      return (await import('node:fs/promises')).readFile(`${g}/memory.max`, 'utf8').catch(() => '');
+    }
   });
 });

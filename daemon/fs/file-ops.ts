@@ -20,7 +20,7 @@ export interface FileInfo {
 function toApiError(stderr: string, path: string): ApiError {
   if (/No space left on device|Disk quota exceeded/.test(stderr))
     return new ServiceUnavailableError(`${path}: no space left on the disk holding the session`);
-  if (/No such file or directory/.test(stderr)) return new NotFoundError(`${path}: no such file or directory`);
+  if (/No such file or directory|Directory nonexistent/.test(stderr)) return new NotFoundError(`${path}: no such file or directory`);
   if (/Read-only file system|Permission denied|Operation not permitted/.test(stderr)) {
     return new ForbiddenError(`${path}: read-only or not permitted in this session`);
   }
@@ -191,7 +191,9 @@ export class FileOps {
     let temp: string | undefined;
     try {
       temp = `${path.slice(0, path.lastIndexOf('/') + 1)}.rbrowse-write-${randomBytes(6).toString('hex')}`;
-      const child = this.spawn(['sh', '-c', 'cat > "$1" && { chmod --reference="$2" "$1" 2>/dev/null; true; }', 'write_file', temp, path], {
+      // Missing parent directories are made first, as Kernel's write_file does.
+      const script = 'mkdir -p -- "$(dirname -- "$2")" && cat > "$1" && { chmod --reference="$2" "$1" 2>/dev/null; true; }';
+      const child = this.spawn(['sh', '-c', script, 'write_file', temp, path], {
         stdin: 'pipe',
       });
       // The upload is piped by hand, so a failed write never destroys it.
@@ -208,7 +210,13 @@ export class FileOps {
       const done = await outputOf(child);
       input.off('error', cutOff).off('close', cutOff);
       if (cut) throw new BadRequestError(`${path}: the upload ended before its last byte; nothing was written`);
-      this.outcome(done, path);
+      try {
+        this.outcome(done, path);
+      } catch (err) {
+        // mkdir -p fails with "File exists" only when a component of the path is a file.
+        if (err instanceof ConflictError) throw BadRequestError.field('path', `${path}: a component is not a directory`);
+        throw err;
+      }
       if (mode) await this.run(['chmod', mode, '--', temp], path);
       await this.run(['mv', '-f', '-T', '--', temp, path], path);
       temp = undefined;

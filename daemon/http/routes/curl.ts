@@ -41,6 +41,16 @@ const NOT_FORWARDED = new Set([
   'te',
   'upgrade',
 ]);
+/**
+ * What the SDKs add to every request of their own (x-stainless-* telemetry, X-Kernel-Project, a
+ * `Kernel/JS 0.84.0` or `Kernel/Python` user agent): the request goes out as the browser's, with
+ * its own user agent, not as the SDK's. A user agent the caller set itself is kept.
+ */
+function isSdkHeader(name: string, value: string | string[]): boolean {
+  if (name.startsWith('x-stainless-') || name.startsWith('x-kernel-')) return true;
+  return name === 'user-agent' && /^Kernel\//.test(String(value));
+}
+
 /** Response headers that describe Chromium's transfer, not the (decoded) body handed on. */
 const NOT_RETURNED = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive']);
 
@@ -56,7 +66,7 @@ async function rawCurl(
   try {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(request.headers)) {
-      if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      if (value !== undefined && !NOT_FORWARDED.has(name) && !isSdkHeader(name, value)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
     const type = request.headers['x-rbrowse-content-type'];
     if (typeof type === 'string') headers['content-type'] = type;
