@@ -66,7 +66,8 @@ async function rawCurl(
   try {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(request.headers)) {
-      if (value !== undefined && !NOT_FORWARDED.has(name) && !isSdkHeader(name, value)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      if (value !== undefined && !NOT_FORWARDED.has(name) && !isSdkHeader(name, value))
+        headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
     const type = request.headers['x-rbrowse-content-type'];
     if (typeof type === 'string') headers['content-type'] = type;
