@@ -199,7 +199,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const standby = new Standby({
     set: opts.standby,
     forgetMs: forgetAfterMs(),
-    launch: (kind) => sessions.startReady(kind),
+    launch: (kind, claim) => sessions.startReady(kind, claim),
     busy: () => sessions.busy,
     log: opts.log,
   });

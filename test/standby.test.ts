@@ -175,6 +175,36 @@ describe('warm standby', { timeout: 300_000 }, () => {
     await kernel.browsers.deleteByID(s.session_id);
   });
 
+  test('a create that finds none ready takes the launch of its kind under way, at normal priority, instead of a second launch', async () => {
+    await standbyReady(d, HEADFUL);
+    const first = await kernel.browsers.create({});
+    // The refill of the kind starts a moment after the hand-over.
+    await waitFor(
+      async () => (await d.api('GET', '/health', undefined, null)).body.standby?.[HEADFUL]?.launching === true,
+      30_000,
+      'the refill to start',
+    );
+    const second = await kernel.browsers.create({});
+    try {
+      const taken = (await daemonLog(d)).filter((l) => l.msg === 'standby browser taken as it launched').map((l) => l.session);
+      assert.ok(taken.includes(second.session_id), `the create took the launch under way: ${JSON.stringify(taken)}`);
+      if (await lowersBackgroundLaunches()) {
+        for (const [command, values] of Object.entries(await autogroupNices(d.home, second.session_id)))
+          assert.deepEqual(values, [0], `${command} runs at nice 0`);
+      }
+      const { browser, page } = await pageOf(second.cdp_ws_url);
+      try {
+        await page.goto(`${fixtures.url}/hello.html`);
+        assert.equal(await page.title(), 'rbrowse fixture');
+      } finally {
+        await browser.close();
+      }
+    } finally {
+      await kernel.browsers.deleteByID(first.session_id);
+      await kernel.browsers.deleteByID(second.session_id);
+    }
+  });
+
   test('a standby browser whose Chromium dies is replaced, and never handed out', async () => {
     await standbyReady(d, HEADLESS);
     const headlessIds = async () =>

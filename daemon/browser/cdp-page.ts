@@ -32,7 +32,7 @@ const QUIET_WAIT_MAX_MS = 5000;
  * worth here), and a first `goto` in that time took twice as long; its processes' CPU time,
  * which it reports itself, tells when that is over.
  */
-export async function warmUp(browser: DevToolsEndpoint, timeoutMs = 15_000): Promise<void> {
+export async function warmUp(browser: DevToolsEndpoint, timeoutMs = 15_000, opts: { stopWaiting?: () => boolean } = {}): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   await cdpCommands(browser, async (send) => {
     for (;;) {
@@ -53,7 +53,8 @@ export async function warmUp(browser: DevToolsEndpoint, timeoutMs = 15_000): Pro
     const quietBy = Math.min(deadline, Date.now() + QUIET_WAIT_MAX_MS);
     // A browser that cannot report its processes is ready once its page answers, as before.
     let last = await cpuMs().catch(() => undefined);
-    while (last !== undefined && Date.now() < quietBy) {
+    // stopWaiting: someone waits for this browser now (a claimed standby launch): its page answers, that is enough.
+    while (last !== undefined && Date.now() < quietBy && !opts.stopWaiting?.()) {
       await new Promise((r) => setTimeout(r, QUIET_INTERVAL_MS));
       const now = await cpuMs().catch(() => undefined);
       if (now === undefined || now - last < QUIET_CPU_MS) return;

@@ -1,14 +1,15 @@
 import { standbyKey, type StandbyEntry, type StandbySet } from '../../src/standby.js';
 import type { Viewport } from '../../src/viewport.js';
 import type { LiveSession } from '../sessions/live-session.js';
+import { LaunchClaim } from '../lib/launch-claim.js';
 import { Refill } from './refill.js';
 
 export interface StandbyDeps {
   set: StandbySet;
   /** How long a learned kind is kept with no create of it (src/standby.ts forgetAfterMs). */
   forgetMs: number;
-  /** Launches and warms one browser of the kind; it belongs to no one until take() hands it over. */
-  launch(kind: { headless: boolean; viewport: Viewport }): Promise<LiveSession>;
+  /** Launches and warms one browser of the kind; it belongs to no one until take() hands it over (or a create claims it). */
+  launch(kind: { headless: boolean; viewport: Viewport }, claim: LaunchClaim): Promise<LiveSession>;
   /** True while creates are launching browsers of their own: a refill then waits, so it never competes with them. */
   busy(): boolean;
   log: (msg: string, extra?: object) => void;
@@ -34,7 +35,7 @@ const LEARN_WINDOW_MS = 10 * 60_000;
 export class Standby {
   /** Ready browsers by kind (standbyKey), oldest first. */
   private readonly ready = new Map<string, LiveSession[]>();
-  private readonly refill: Refill<{ key: string; session: LiveSession }>;
+  private readonly refill: Refill<{ key: string; session: LiveSession; claimer?: (session: LiveSession | undefined) => void }>;
   private closed = false;
   private delay?: NodeJS.Timeout;
   /** Standby browsers being stopped outside close() (their Chromium died): close() waits for them too. */
@@ -46,8 +47,8 @@ export class Standby {
    * otherwise be forgotten before it ever served a create.
    */
   private readonly learned = new Map<string, { entry: StandbyEntry; asked: number; readyAt?: number }>();
-  /** Kinds with a launch under way. */
-  private readonly launching = new Set<string>();
+  /** Kinds with a launch under way, each with its claim and, once claimed, where its browser goes. */
+  private readonly launching = new Map<string, { claim: LaunchClaim; claimer?: (session: LiveSession | undefined) => void }>();
   /** When creates asked for kinds outside the set, by kind (within LEARN_WINDOW_MS). */
   private readonly misses = new Map<string, number[]>();
   private forgetTimer?: NodeJS.Timeout;
@@ -60,15 +61,28 @@ export class Standby {
       launch: async () => {
         const entry = this.shortest()!;
         const key = standbyKey(entry.headless, entry.viewport);
-        this.launching.add(key);
+        const launch: { claim: LaunchClaim; claimer?: (session: LiveSession | undefined) => void } = { claim: new LaunchClaim() };
+        this.launching.set(key, launch);
         try {
-          return { key, session: await deps.launch({ headless: entry.headless, viewport: entry.viewport }) };
+          return { key, session: await deps.launch({ headless: entry.headless, viewport: entry.viewport }, launch.claim), claimer: launch.claimer };
+        } catch (err) {
+          launch.claimer?.(undefined);
+          throw err;
         } finally {
           this.launching.delete(key);
           this.armForget();
         }
       },
-      place: async ({ key, session }) => {
+      place: async ({ key, session, claimer }) => {
+        // Claimed while it launched: the waiting create's, unless standby closed meanwhile.
+        if (claimer) {
+          if (this.closed) {
+            claimer(undefined);
+            return void (await session.stop());
+          }
+          deps.log('standby browser taken as it launched', { kind: key, session: session.id });
+          return claimer(session);
+        }
         // Closed, or a learned kind forgotten while its browser launched.
         const list = this.ready.get(key);
         if (this.closed || !list) return void (await session.stop());
@@ -94,11 +108,19 @@ export class Standby {
   }
 
   /** How many are ready of each kind: GET /health shows it (the benchmark waits on it). */
-  counts(): Record<string, { ready: number; wanted: number; learned?: true }> {
+  counts(): Record<string, { ready: number; wanted: number; launching?: true; learned?: true }> {
     return Object.fromEntries(
       this.entries().map((e) => {
         const key = standbyKey(e.headless, e.viewport);
-        return [key, { ready: this.ready.get(key)?.length ?? 0, wanted: e.count, ...(this.learned.has(key) ? { learned: true as const } : {}) }];
+        return [
+          key,
+          {
+            ready: this.ready.get(key)?.length ?? 0,
+            wanted: e.count,
+            ...(this.launching.has(key) ? { launching: true as const } : {}),
+            ...(this.learned.has(key) ? { learned: true as const } : {}),
+          },
+        ];
       }),
     );
   }
@@ -121,6 +143,18 @@ export class Standby {
     }
     if (session || learnedNow) this.refillSoon();
     return session;
+  }
+
+  /**
+   * When none is ready (take() said so), the browser of the kind that is launching now, claimed:
+   * it resolves when its launch ends (undefined if that failed), or undefined at once when no
+   * launch of the kind is under way or another create claimed it already.
+   */
+  takeLaunching(headless: boolean, viewport: Viewport): Promise<LiveSession | undefined> | undefined {
+    const launch = this.launching.get(standbyKey(headless, viewport));
+    if (!launch || launch.claim.claimed || this.closed) return undefined;
+    launch.claim.claim();
+    return new Promise((resolve) => (launch.claimer = resolve));
   }
 
   /** Stops every standby browser, and waits for the launch under way. */

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BackgroundPriority } from '../browser/background-priority.js';
+import type { LaunchClaim } from '../lib/launch-claim.js';
 import {
   cdpCommands,
   launchChromium,
@@ -186,7 +187,12 @@ export class LiveSession {
    * Launches a session's browser (and display). `background`: launched ahead of demand (standby,
    * a pool's fill), its processes at the lowest CPU priority until foreground().
    */
-  static async start(record: SessionRecord, deps: RuntimeDeps, prepare?: PrepareFeatures, opts: { background?: boolean } = {}): Promise<LiveSession> {
+  static async start(
+    record: SessionRecord,
+    deps: RuntimeDeps,
+    prepare?: PrepareFeatures,
+    opts: { background?: boolean; claim?: LaunchClaim } = {},
+  ): Promise<LiveSession> {
     const dirs = sessionDirs(deps.sessionsDir, record.id);
     await mkdir(dirs.root, { recursive: true, mode: 0o700 });
     let box: Box | undefined;
@@ -197,6 +203,8 @@ export class LiveSession {
     try {
       box = await deps.boxes.start({ kind: 'session', id: record.id });
       const priority = opts.background ? BackgroundPriority.forBox(box) : undefined;
+      // Claimed by a create while it starts: its normal priority back now, not at the hand-over.
+      opts.claim?.onClaim(() => void priority?.restore());
       features = (await prepare?.({ dirs, files: new FileOps(box), box })) ?? [];
       const env = boxEnv();
       if (!record.headless) {

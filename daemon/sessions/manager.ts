@@ -1,4 +1,5 @@
 import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { LaunchClaim } from '../lib/launch-claim.js';
 import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
@@ -34,7 +35,7 @@ export interface SessionManagerDeps {
   /** What sessions may carry (profiles, extensions, proxies, stealth, invocations), run in this order. */
   features?: SessionFeature[];
   /** Ready browsers a matching create takes instead of launching one (see daemon/ready/standby.ts). */
-  standby?: Pick<Standby, 'take'>;
+  standby?: Pick<Standby, 'take' | 'takeLaunching'>;
   /** Bounds the browser launches running at once (daemon/admission.ts); every launch takes a turn. */
   admission: Pick<LaunchAdmission, 'acquire'>;
 }
@@ -160,7 +161,19 @@ export class SessionManager {
     if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
     const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
     if (nameKey) this.pendingNames.add(nameKey);
-    const ready = this.canHandOver(body, opts) ? this.deps.standby?.take(body.headless ?? false, viewport) : undefined;
+    const handsOver = this.canHandOver(body, opts);
+    let ready = handsOver ? this.deps.standby?.take(body.headless ?? false, viewport) : undefined;
+    // None ready, but one of the kind on its way (a refill): it is this create's, sooner than a
+    // launch of its own would be, and no second launch competes with it for the machine.
+    const coming = !ready && handsOver ? this.deps.standby?.takeLaunching(body.headless ?? false, viewport) : undefined;
+    if (coming) {
+      ready = await coming.catch(() => undefined);
+      if (this.closing) {
+        if (nameKey) this.pendingNames.delete(nameKey);
+        if (ready) this.track(ready.stop());
+        throw new ServiceUnavailableError('the daemon is stopping');
+      }
+    }
     const launch = ready ? this.handOver(ready, org, body) : this.launch(org, body, viewport, opts);
     this.launching.add(launch);
     if (!ready) this.coldLaunches++;
@@ -194,14 +207,15 @@ export class SessionManager {
    * A browser launched ahead of demand (standby): a session of no organization, not stored, with
    * its page target up and its renderer warm. handOver() makes it a caller's session.
    */
-  async startReady(kind: { headless: boolean; viewport: Viewport }): Promise<LiveSession> {
+  async startReady(kind: { headless: boolean; viewport: Viewport }, claim?: LaunchClaim): Promise<LiveSession> {
     const record = this.newRecord(newId(), NO_ORG, { headless: kind.headless }, kind.viewport);
     const release = await this.deps.admission.acquire(NO_ORG.id, { background: true });
     const session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record), {
       background: true,
+      claim,
     }).finally(release);
     try {
-      await warmUp(session.chromium);
+      await warmUp(session.chromium, undefined, { stopWaiting: () => claim?.claimed === true });
     } catch (err) {
       await session.stop();
       throw err;

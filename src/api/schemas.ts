@@ -23,6 +23,9 @@ export const HealthSchema = Type.Object({
       Type.Object({
         ready: Type.Integer({ minimum: 0 }),
         wanted: Type.Integer({ minimum: 0 }),
+        launching: Type.Optional(
+          Type.Literal(true, { description: 'a browser of this kind is launching now; a create that finds none ready takes it' }),
+        ),
         learned: Type.Optional(
           Type.Literal(true, { description: 'kept because creates asked for this kind (standby learn=K), until none has for a while' }),
         ),
