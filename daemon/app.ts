@@ -286,7 +286,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles),
       ...apiKeyHandlers(new ApiKeys({ store, auth, projects })),
-      ...projectHandlers(projects),
+      ...projectHandlers(projects, Math.round(retention.maxAgeMs / (24 * 3600 * 1000))),
       ...credentialHandlers(credentials),
       ...credentialProviderHandlers(credentialProviders),
       ...auditLogHandlers(audit),

@@ -1,5 +1,6 @@
 import type {
   ListProjectsQuery,
+  OrgEntitlements,
   OrgLimits,
   Project,
   ProjectLimits,
@@ -233,6 +234,38 @@ export class Projects {
       // Fields of Kernel's managed auth, which a local daemon does not offer: answered so clients that require them parse.
       auth_connections_used: 0,
       min_health_check_interval_seconds: 300,
+    };
+  }
+
+  /** Kernel's entitlements, answered for a local daemon: every feature it serves enabled, its limits the organization's. */
+  entitlements(scope: Scope, opts: { replayRetentionDays: number }): OrgEntitlements {
+    const limit = this.deps.orgMaxSessions;
+    const off = { enabled: false };
+    const on = { enabled: true };
+    return {
+      features: {
+        browser_extensions: { enabled: true, max_stored_per_org: null },
+        browser_pools: on,
+        browser_replays: { enabled: true, retention_days: opts.replayRetentionDays },
+        credential_providers: off,
+        credentials: on,
+        custom_proxies: on,
+        file_io: on,
+        gpu: off,
+        managed_auth: {
+          enabled: false,
+          health_check_interval_default_seconds: 3600,
+          health_check_interval_max_seconds: 86_400,
+          health_check_interval_min_seconds: this.orgLimits(scope).min_health_check_interval_seconds,
+          max_connections: 0,
+        },
+        managed_proxies: off,
+        profiles: on,
+        proxy_bypass_hosts: on,
+      },
+      // Invocations run in boxes as sessions do, under the same organization limit; no per-app cap of their own.
+      limits: { default_max_concurrent_invocations_per_app: limit, max_concurrent_browsers: limit, max_concurrent_invocations: limit },
+      plan: { id: 'ENTERPRISE', effective_id: 'ENTERPRISE', is_trialing: false, status: 'ACTIVE', trial_ends_at: null },
     };
   }
 

@@ -73,6 +73,18 @@ describe('projects', () => {
     const unknownName = await byProjectHeader('No Such Project');
     assert.deepEqual([unknownName.status, (await unknownName.json()).code], [404, 'project_not_found']);
     assert.equal((await byProjectHeader(def.name, { 'x-kernel-project-id': def.id })).status, 200, 'both headers, one project');
+    // GET /auth/context: the key, its organization, its project (none: organization-wide) and the one this request acts in.
+    const context = await call('GET', '/auth/context', def.id);
+    assert.equal(context.status, 200);
+    assert.deepEqual(context.body.authorization, { credential_scope: { project_id: null }, effective_scope: { project_id: def.id } });
+    assert.deepEqual([context.body.principal.type, context.body.authentication.method], ['api_key', 'api_key']);
+    // GET /org/entitlements: what is served is enabled, Kernel's cloud-only features are not.
+    const entitlements = (await call('GET', '/org/entitlements')).body;
+    assert.deepEqual(
+      [entitlements.features.browser_pools.enabled, entitlements.features.gpu.enabled, entitlements.features.managed_auth.enabled],
+      [true, false, false],
+    );
+    assert.equal(entitlements.limits.max_concurrent_browsers, (await kernel.organization.limits.retrieve()).max_concurrent_sessions);
     // Another organization has its own Default project, and ours is unknown to it.
     const otherKey = (await d.cli(['auth', 'create-key', '--org', 'projects-other'])).stdout.trim();
     const theirs = await call('GET', '/org/projects', undefined, undefined, otherKey);

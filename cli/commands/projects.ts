@@ -137,5 +137,30 @@ export function limitsCommand(): Command {
         }),
       ),
     );
+  covers(limits.command('entitlements'), 'getOrgEntitlements')
+    .description('what this daemon offers, as Kernel names plans and features (GET /org/entitlements)')
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse limits entitlements --json')
+    .action(async (o, cmd: Command) => {
+      const e = await (await clientFor(cmd)).call('getOrgEntitlements', {});
+      if (o.json) return printJson(e);
+      printFields([
+        [
+          'enabled',
+          Object.entries(e.features)
+            .filter(([, f]) => f.enabled)
+            .map(([name]) => name)
+            .join(', '),
+        ],
+        [
+          'not offered',
+          Object.entries(e.features)
+            .filter(([, f]) => !f.enabled)
+            .map(([name]) => name)
+            .join(', '),
+        ],
+        ['max_concurrent_browsers', String(e.limits.max_concurrent_browsers)],
+      ]);
+    });
   return limits;
 }

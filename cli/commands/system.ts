@@ -9,7 +9,7 @@ import { checkSystemDeps, installCommand } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
 import { paths, readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-control.js';
 import { covers } from '../operations.js';
-import { printCheck, printJson } from '../output.js';
+import { printCheck, printFields, printJson } from '../output.js';
 import { animated, startDaemonWithProgress, withProgress } from '../progress.js';
 import { detectBoxSupport } from '../../daemon/box/support.js';
 
@@ -129,6 +129,20 @@ export function authCommand(): Command {
       const created = await admin.call('adminCreateKey', { body: { org: o.org } });
       if (o.json) printJson(created);
       else process.stdout.write(`${created.key}\n`);
+    });
+  covers(auth.command('context'), 'getAuthContext')
+    .description('who the key is: its id, its organization, its project and the project requests act in (--project)')
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse auth context --project staging')
+    .action(async (o, cmd: Command) => {
+      const c = await (await clientFor(cmd)).call('getAuthContext', {});
+      if (o.json) return printJson(c);
+      printFields([
+        ['key', c.principal.id],
+        ['organization', c.organization.id],
+        ['key project', c.authorization.credential_scope.project_id ?? '(organization-wide)'],
+        ['acting in project', c.authorization.effective_scope.project_id ?? '(organization-wide)'],
+      ]);
     });
   return auth;
 }

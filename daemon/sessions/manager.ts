@@ -168,6 +168,11 @@ export class SessionManager {
     const coming = !ready && handsOver ? this.deps.standby?.takeLaunching(body.headless ?? false, viewport) : undefined;
     if (coming) {
       ready = await coming.catch(() => undefined);
+      // Its Chromium died as it launched: this create launches one of its own after all.
+      if (ready && (ready.isStopping || !ready.chromium.running)) {
+        this.track(ready.stop());
+        ready = undefined;
+      }
       if (this.closing) {
         if (nameKey) this.pendingNames.delete(nameKey);
         if (ready) this.track(ready.stop());

@@ -71,6 +71,61 @@ export const OrgLimitsSchema = Type.Object({
 });
 export type OrgLimits = Static<typeof OrgLimitsSchema>;
 
+const Enabled = Type.Object({ enabled: Type.Boolean() });
+const enabledWith = <P extends Record<string, import('typebox').TSchema>>(props: P) => Type.Object({ enabled: Type.Boolean(), ...props });
+
+/** Kernel's plan and feature flags (GET /org/entitlements), with a local daemon's answer: everything it serves, no plan limits of a cloud account. */
+export const OrgEntitlementsSchema = Type.Object({
+  features: Type.Object({
+    browser_extensions: enabledWith({ max_stored_per_org: Type.Union([Type.Integer(), Type.Null()]) }),
+    browser_pools: Enabled,
+    browser_replays: enabledWith({ retention_days: Type.Integer() }),
+    credential_providers: Enabled,
+    credentials: Enabled,
+    custom_proxies: Enabled,
+    file_io: Enabled,
+    gpu: Enabled,
+    managed_auth: enabledWith({
+      health_check_interval_default_seconds: Type.Integer(),
+      health_check_interval_max_seconds: Type.Integer(),
+      health_check_interval_min_seconds: Type.Integer(),
+      max_connections: Type.Union([Type.Integer(), Type.Null()]),
+    }),
+    managed_proxies: Enabled,
+    profiles: Enabled,
+    proxy_bypass_hosts: Enabled,
+  }),
+  limits: Type.Object({
+    default_max_concurrent_invocations_per_app: Type.Integer(),
+    max_concurrent_browsers: Type.Integer(),
+    max_concurrent_invocations: Type.Integer(),
+  }),
+  plan: Type.Object({
+    id: Type.String(),
+    effective_id: Type.String(),
+    is_trialing: Type.Boolean(),
+    status: Type.String(),
+    trial_ends_at: Type.Null(),
+  }),
+});
+export type OrgEntitlements = Static<typeof OrgEntitlementsSchema>;
+
+/** Who the caller is and what scope it acts in (GET /auth/context). */
+export const AuthContextSchema = Type.Object({
+  authentication: Type.Object({
+    credential_id: Type.Union([Type.String(), Type.Null()]),
+    method: Type.Literal('api_key'),
+    source: Type.Literal('api_key'),
+  }),
+  authorization: Type.Object({
+    credential_scope: Type.Object({ project_id: Type.Union([Type.String(), Type.Null()]) }),
+    effective_scope: Type.Object({ project_id: Type.Union([Type.String(), Type.Null()]) }),
+  }),
+  organization: Type.Object({ id: Type.String() }),
+  principal: Type.Object({ id: Type.String(), type: Type.Literal('api_key') }),
+});
+export type AuthContext = Static<typeof AuthContextSchema>;
+
 export const UpdateOrgLimitsSchema = Type.Object(
   { default_project_max_concurrent_sessions: Cap("0 removes the default; it cannot exceed the organization's limit") },
   strict,
@@ -150,6 +205,23 @@ export const projectRoutes = {
     summary: "The organization's concurrency limit and its default cap for projects",
     tag: 'projects',
     success: { status: 200, body: OrgLimitsSchema },
+  },
+  getOrgEntitlements: {
+    method: 'GET',
+    url: '/org/entitlements',
+    auth: 'key',
+    summary:
+      'What this daemon offers, as Kernel names its plans and features: everything it serves is enabled; cloud-only features (GPU, managed auth and proxies) are not',
+    tag: 'projects',
+    success: { status: 200, body: OrgEntitlementsSchema },
+  },
+  getAuthContext: {
+    method: 'GET',
+    url: '/auth/context',
+    auth: 'key',
+    summary: "The caller's identity and scope: its API key, its organization, the key's project and the project this request acts in",
+    tag: 'projects',
+    success: { status: 200, body: AuthContextSchema },
   },
   updateOrgLimits: {
     method: 'PATCH',

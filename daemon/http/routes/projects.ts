@@ -4,6 +4,7 @@ import type { HandlerGroup } from '../handlers.js';
 
 export function projectHandlers(
   projects: Projects,
+  replayRetentionDays: number,
 ): HandlerGroup<
   | 'createProject'
   | 'listProjects'
@@ -14,6 +15,8 @@ export function projectHandlers(
   | 'updateProjectLimits'
   | 'getOrgLimits'
   | 'updateOrgLimits'
+  | 'getOrgEntitlements'
+  | 'getAuthContext'
 > {
   return {
     createProject: ({ org, body }) => projects.create(org, body.name),
@@ -25,5 +28,12 @@ export function projectHandlers(
     updateProjectLimits: ({ org, params, body }) => projects.updateLimits(org, params.id, body),
     getOrgLimits: ({ org }) => projects.orgLimits(org),
     updateOrgLimits: ({ org, body }) => projects.updateOrgLimits(org, body),
+    getOrgEntitlements: ({ org }) => projects.entitlements(org, { replayRetentionDays }),
+    getAuthContext: ({ org, key }) => ({
+      authentication: { credential_id: key.id, method: 'api_key', source: 'api_key' },
+      authorization: { credential_scope: { project_id: key.project_id ?? null }, effective_scope: { project_id: org.project_id } },
+      organization: { id: org.org_id },
+      principal: { id: key.id, type: 'api_key' },
+    }),
   };
 }
