@@ -231,7 +231,12 @@ describe('rbrowse watch in a terminal (tmux)', () => {
     // enter: details, with the session's own URLs.
     const session = (await d.api('GET', `/browsers/${id}`)).body;
     term.keys('Enter');
-    await term.waitForScreen((s) => s.includes('Details') && s.includes(session.cdp_ws_url.slice(0, 60)), 10_000, 'the details pane');
+    // Whole (over several lines), not cut with …: it can be copied.
+    await term.waitForScreen(
+      (s) => s.includes('Details') && s.replace(/\n/g, '').includes(session.cdp_ws_url),
+      10_000,
+      'the details pane, URLs whole',
+    );
     term.keys('Escape');
 
     // l: the live view URL, printed in the status line.

@@ -231,13 +231,7 @@ describe("the daemon's own privileges (lines 1-3)", () => {
     try {
       await writeFile(join(host, 'owned-by-root'), 'root');
       const before = await stat(join(host, 'owned-by-root'));
-      // A profile with content, from a session of the intruder.
-      assert.equal((await d.api('POST', '/profiles', { name: 'to-load' }, intruderKey)).status, 200);
-      const maker = (await d.api('POST', '/browsers', { headless: true, profile: { name: 'to-load', save_changes: true } }, intruderKey)).body
-        .session_id;
-      await sh(maker, intruderKey, 'echo from-profile > /home/kernel/user-data/profile-file');
-      assert.equal((await d.api('DELETE', `/browsers/${maker}`, undefined, intruderKey)).status, 204);
-
+      // The profile the save test above left (its plain file travelled), loaded again.
       // The attack, in a session without a profile yet: a loop keeps user-data a link to the host directory.
       const c = (await d.api('POST', '/browsers', { headless: true }, intruderKey)).body.session_id;
       try {
@@ -255,7 +249,7 @@ describe("the daemon's own privileges (lines 1-3)", () => {
         );
         assert.equal(loop.status, 200, loop.text);
         // The race is the session's own to lose: a 409 (its loop changed user-data between the daemon's steps) or a 200.
-        const patched = await d.api('PATCH', `/browsers/${c}`, { profile: { name: 'to-load' } }, intruderKey);
+        const patched = await d.api('PATCH', `/browsers/${c}`, { profile: { name: 'planted' } }, intruderKey);
         assert.ok([200, 409].includes(patched.status), patched.text);
         assert.deepEqual(await readdir(host), ['owned-by-root'], 'nothing was unpacked into the host directory');
         const after = await stat(join(host, 'owned-by-root'));
@@ -264,9 +258,9 @@ describe("the daemon's own privileges (lines 1-3)", () => {
         await d.api('DELETE', `/browsers/${c}`, undefined, intruderKey);
       }
       // Control: without the loop, the same PATCH loads the profile into the session's own user data.
-      const loaded = await d.api('PATCH', `/browsers/${b}`, { profile: { name: 'to-load' } }, intruderKey);
+      const loaded = await d.api('PATCH', `/browsers/${b}`, { profile: { name: 'planted' } }, intruderKey);
       assert.equal(loaded.status, 200, loaded.text);
-      assert.equal((await sh(b, intruderKey, 'cat /home/kernel/user-data/profile-file')).out, 'from-profile\n');
+      assert.equal((await sh(b, intruderKey, 'cat /home/kernel/user-data/plain-file')).out, 'travels\n');
     } finally {
       await rm(host, { recursive: true, force: true });
     }

@@ -260,10 +260,11 @@ describe('@onkernel/sdk against the daemon', () => {
   });
 
   test("memory on create is the session's memory limit; region is kept; bad values are 400s", async () => {
-    const big = await daemon.api('POST', '/browsers', { headless: true, memory: '16GiB', region: 'eu-west' });
+    const network = { private_hosts: ['10.1.0.0/16', 'preview.internal'] };
+    const big = await daemon.api('POST', '/browsers', { headless: true, memory: '16GiB', region: 'eu-west', network });
     assert.equal(big.status, 200, big.text);
     try {
-      assert.deepEqual([big.body.memory, big.body.region], ['16GiB', 'eu-west']);
+      assert.deepEqual([big.body.memory, big.body.region, big.body.network], ['16GiB', 'eu-west', network]);
       // The box's memory group (cgroup v1 here, v2 elsewhere) holds 16 GiB now.
       const groups = (await import('node:child_process'))
         .execFileSync('sh', ['-c', `find /sys/fs/cgroup -maxdepth 6 -type d -name '${big.body.session_id}' 2>/dev/null`])
@@ -281,7 +282,7 @@ describe('@onkernel/sdk against the daemon', () => {
     } finally {
       await daemon.api('DELETE', `/browsers/${big.body.session_id}`);
     }
-    for (const body of [{ memory: '4GiB' }, { region: 'mars' }])
+    for (const body of [{ memory: '4GiB' }, { region: 'mars' }, { network: { private_hosts: [''] } }, { network: { vpn: true } }])
       assert.equal((await daemon.api('POST', '/browsers', { headless: true, ...body })).status, 400);
     async function readMax(g: string) {
       return (await import('node:fs/promises')).readFile(`${g}/memory.max`, 'utf8').catch(() => '');

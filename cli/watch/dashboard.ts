@@ -155,7 +155,10 @@ export function Dashboard({ target, feed, actions, color }: DashboardProps): Rea
       ? [
           line('details-gap', ' '),
           line('details-title', 'Details', { bold: true }),
-          ...sessionDetails(selected, now).map(([k, v]) => line(`details-${k}`, `  ${k.padEnd(14)}${v}`)),
+          // Whole, over as many lines as they take: a URL cut with … could not be copied.
+          ...sessionDetails(selected, now).flatMap(([k, v]) =>
+            wrapped(`  ${k.padEnd(14)}${v}`, columns).map((part, i) => line(`details-${k}-${i}`, part)),
+          ),
         ]
       : [];
 
@@ -199,4 +202,12 @@ export function Dashboard({ target, feed, actions, color }: DashboardProps): Rea
     statusLine,
     line('keys', KEYS, { dimColor: true }),
   );
+}
+
+/** A text cut into lines of at most `width` characters (none lost). */
+function wrapped(text: string, width: number): string[] {
+  const size = Math.max(1, width);
+  const parts: string[] = [];
+  for (let i = 0; i < text.length; i += size) parts.push(text.slice(i, i + size));
+  return parts.length ? parts : [''];
 }

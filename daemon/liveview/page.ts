@@ -10,6 +10,7 @@ export function liveViewPage(novncPrefix: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>rbrowse live view</title>
+<link rel="icon" href="data:,">
 <style>
   html, body { margin: 0; height: 100%; background: #111; overflow: hidden; font: 14px system-ui, sans-serif; }
   #screen { position: absolute; inset: 0; }

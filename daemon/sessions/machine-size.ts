@@ -16,7 +16,8 @@ export const LOCAL_REGION = 'us-east';
  * box's memory limit: `memory` on create raises it to that size (a standby browser's box is
  * raised at hand-over); without it the configured limit (RBROWSE_SESSION_MEMORY) holds, answered
  * as the smallest of Kernel's sizes that covers it. There is one region, the machine: any region
- * asked for is kept and echoed, the browser runs here.
+ * asked for is kept and echoed, the browser runs here. `network` (private hosts) is kept and
+ * echoed too: a local session reaches private hosts through its own network already.
  */
 export class MachineSize implements SessionFeature {
   private readonly defaultSize: MemorySize;
@@ -35,6 +36,7 @@ export class MachineSize implements SessionFeature {
 
   private async apply({ body, record, box }: LaunchContext): Promise<undefined> {
     if (body.region) record.region = body.region;
+    if (body.network) record.network = body.network;
     if (body.memory) {
       await this.deps.setMemoryLimit(box.id, Math.max(bytesOf(body.memory), this.deps.defaultBytes));
       record.memory = body.memory;
@@ -43,6 +45,10 @@ export class MachineSize implements SessionFeature {
   }
 
   view(record: SessionRecord): Partial<BrowserSession> {
-    return { region: record.region ?? LOCAL_REGION, memory: record.memory ?? this.defaultSize };
+    return {
+      region: record.region ?? LOCAL_REGION,
+      memory: record.memory ?? this.defaultSize,
+      ...(record.network ? { network: record.network } : {}),
+    };
   }
 }

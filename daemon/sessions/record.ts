@@ -32,6 +32,7 @@ export interface SessionRecord {
   /** Kernel's region and memory size, as asked for on create (see MachineSize). */
   region?: string;
   memory?: string;
+  network?: { private_hosts?: string[] };
   /** A stealth session that goes direct instead of through the default stealth proxy (RBROWSE_STEALTH_PROXY). */
   disable_default_proxy?: boolean;
   invocation_id?: string;

@@ -101,6 +101,16 @@ export const BrowserProxySelectionSchema = Type.Object(
 );
 export type BrowserProxySelection = Static<typeof BrowserProxySelectionSchema>;
 
+/**
+ * Kernel's `network` (0.94): private hosts its browsers reach directly instead of through Kernel's
+ * managed egress. A local session has no managed egress: it reaches private hosts (a VPN the machine
+ * joined, a LAN) through its own network already; the setting is kept and answered.
+ */
+export const NetworkSchema = Type.Object(
+  { private_hosts: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 100 })) },
+  { additionalProperties: false },
+);
+
 /** Kernel's regions: a local daemon has one (the machine), and keeps whichever a client names. */
 export const RegionSchema = Type.Union([Type.Literal('us-east'), Type.Literal('eu-west')]);
 
@@ -116,6 +126,7 @@ export const CreateBrowserSchema = Type.Object(
     proxy_id: Type.Optional(Type.String()),
     proxy: Type.Optional(BrowserProxySelectionSchema),
     region: Type.Optional(RegionSchema),
+    network: Type.Optional(NetworkSchema),
     memory: Type.Optional(
       Type.Union([Type.Literal('8GiB'), Type.Literal('16GiB')], { description: "The session's memory limit (its box's), raised to this size" }),
     ),
@@ -184,6 +195,7 @@ export const BrowserSessionSchema = Type.Object(
     stealth: Type.Boolean(),
     timeout_seconds: Type.Integer(),
     region: Type.String({ description: 'The region asked for on create (us-east by default); the browser runs on this machine' }),
+    network: Type.Optional(NetworkSchema),
     memory: Type.String({
       description: "Kernel's name of the session's memory limit: the size asked for, or the smallest that covers the configured one",
     }),

@@ -17,8 +17,14 @@ export async function launchViewer(): Promise<Browser> {
 
 export async function openLiveView(viewer: Browser, url: string, size = { width: 1024, height: 768 }): Promise<Page> {
   const page = await viewer.newPage({ viewport: size });
+  // Nothing the viewer page asks for is refused (a favicon request once answered 401, an error in every viewer's console).
+  const refused: string[] = [];
+  page.on('response', (r) => {
+    if (r.status() >= 400) refused.push(`${r.status()} ${r.url().replace(/jwt=[^&]+/, 'jwt=…')}`);
+  });
   await page.goto(url);
   await page.waitForFunction(() => document.body.dataset.state === 'connected', null, { timeout: 20_000 });
+  if (refused.length) throw new Error(`the live view page had requests refused: ${refused.join(', ')}`);
   return page;
 }
 
