@@ -80,8 +80,15 @@ export async function listeningSockets(home: string, sessionId: string): Promise
   };
   // The tables of the host's network namespace (this process's), and of the session's own, read
   // through its box's agent (Chromium's renderers have namespaces of their own again).
+  // The agent itself, not the bubblewraps whose command lines name it too: the outer one is in the
+  // host's network namespace, and with pids wrapped around it can come last in the list.
+  const hostNet = await readlink('/proc/self/ns/net');
   let agent: number | undefined;
-  for (const pid of pids) if ((await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).includes('agent.mjs')) agent = pid;
+  for (const pid of pids) {
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const net = await readlink(`/proc/${pid}/ns/net`).catch(() => hostNet);
+    if (argv.some((a) => a.endsWith('agent.mjs')) && !argv[0]!.endsWith('bwrap') && net !== hostNet) agent = pid;
+  }
   return {
     host: await listening(['/proc/net/tcp', '/proc/net/tcp6']),
     own: agent ? await listening([`/proc/${agent}/net/tcp`, `/proc/${agent}/net/tcp6`]) : [],
