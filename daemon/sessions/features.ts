@@ -54,8 +54,9 @@ export interface FeatureLaunch {
  * manager runs the features in order; each is built once in the composition root.
  */
 export interface SessionFeature {
-  /** Refuses a create body naming missing resources (404) or conflicting (409). No side effects:
-   * pools run it when their configuration is set. */
+  /** Refuses a create body naming missing resources (404) or conflicting (409). No side effects
+   * beyond the body itself, where it resolves one way of naming a thing into the other (Kernel's
+   * `proxy` object into `proxy_id`): pools run it when their configuration is set. */
   check?(org: OrgRecord, body: CreateBrowserBody): void;
   /** Before Chromium starts; undefined when the session does not use this feature. */
   launch?(ctx: LaunchContext): Promise<FeatureLaunch | undefined>;
