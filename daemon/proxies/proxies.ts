@@ -5,7 +5,7 @@ import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.
 import { newId } from '../../src/ids.js';
 import { paginate, type ListPage } from '../paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
-import type { OrgRecord } from '../org-records.js';
+import { findByIdOrName, type OrgRecord } from '../org-records.js';
 import type { SessionRecord } from '../sessions/record.js';
 import type { Store } from '../store.js';
 import { checkUpstream } from './check.js';
@@ -179,15 +179,9 @@ export class Proxies implements SessionFeature {
 
   /** Kernel's `proxy` object: a proxy by id or by name (its id), or a mode; with proxy_id too, both must agree. */
   private selected(org: OrgRecord, proxy: BrowserProxySelection, proxyId: string | null | undefined): { id?: string; mode?: 'direct' | 'default' } {
-    const id = proxy.id ?? (proxy.name !== undefined ? this.named(org, proxy.name).id : undefined);
+    const id = proxy.id ?? (proxy.name !== undefined ? findByIdOrName(this.deps.store.data.proxies, org, proxy.name, 'proxy').id : undefined);
     if (proxyId && proxyId !== id) throw BadRequestError.field('proxy', 'names another proxy than proxy_id (send one of them)');
     return id ? { id } : { mode: proxy.mode };
-  }
-
-  private named(org: Pick<OrgRecord, 'id'>, name: string): ProxyRecord {
-    const record = this.deps.store.data.proxies.find((p) => p.name === name && p.org_id === org.id);
-    if (!record) throw new NotFoundError(`proxy named ${JSON.stringify(name)} not found`);
-    return record;
   }
 
   /** The resolved proxy of a session, as Kernel answers it: the selected one, else its egress mode. */

@@ -15,6 +15,12 @@ export interface StandbyDeps {
   log: (msg: string, extra?: object) => void;
 }
 
+/** A standby launch under way, and (once a create claimed it) where its browser goes. */
+interface InFlight {
+  claim: LaunchClaim;
+  claimer?: (session: LiveSession | undefined) => void;
+}
+
 /** How long a refill waits after a hand-over: the new owner connects and loads its first page meanwhile. */
 const REFILL_DELAY_MS = 200;
 /** A kind outside the set is learned once creates ask for it this many times within LEARN_WINDOW_MS. */
@@ -35,7 +41,7 @@ const LEARN_WINDOW_MS = 10 * 60_000;
 export class Standby {
   /** Ready browsers by kind (standbyKey), oldest first. */
   private readonly ready = new Map<string, LiveSession[]>();
-  private readonly refill: Refill<{ key: string; session: LiveSession; claimer?: (session: LiveSession | undefined) => void }>;
+  private readonly refill: Refill<{ key: string; session: LiveSession; claimer?: InFlight['claimer'] }>;
   private closed = false;
   private delay?: NodeJS.Timeout;
   /** Standby browsers being stopped outside close() (their Chromium died): close() waits for them too. */
@@ -48,7 +54,7 @@ export class Standby {
    */
   private readonly learned = new Map<string, { entry: StandbyEntry; asked: number; readyAt?: number }>();
   /** Kinds with a launch under way, each with its claim and, once claimed, where its browser goes. */
-  private readonly launching = new Map<string, { claim: LaunchClaim; claimer?: (session: LiveSession | undefined) => void }>();
+  private readonly launching = new Map<string, InFlight>();
   /** When creates asked for kinds outside the set, by kind (within LEARN_WINDOW_MS). */
   private readonly misses = new Map<string, number[]>();
   private forgetTimer?: NodeJS.Timeout;
@@ -61,7 +67,7 @@ export class Standby {
       launch: async () => {
         const entry = this.shortest()!;
         const key = standbyKey(entry.headless, entry.viewport);
-        const launch: { claim: LaunchClaim; claimer?: (session: LiveSession | undefined) => void } = { claim: new LaunchClaim() };
+        const launch: InFlight = { claim: new LaunchClaim() };
         this.launching.set(key, launch);
         try {
           return { key, session: await deps.launch({ headless: entry.headless, viewport: entry.viewport }, launch.claim), claimer: launch.claimer };
