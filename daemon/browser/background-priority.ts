@@ -3,6 +3,12 @@ import { writeFile } from 'node:fs/promises';
 
 /** The lowest priority there is: its group gets 15/1024 of a core's time against any normal one. */
 const LOWEST = 19;
+/**
+ * How long a lowered launch may take before it gets its share back. On a machine kept busy by
+ * others, 15/1024 of a core starves a launch: a pool of one took over a minute to fill. Past
+ * this, finishing the start matters more than keeping out of the way.
+ */
+const MAX_LOWERED_LAUNCH_MS = 10_000;
 
 /**
  * Whether a lowered browser can be given its share back: the kernel schedules by autogroup (each
@@ -42,6 +48,7 @@ async function setGroupNice(pid: number, nice: number): Promise<void> {
 export class BackgroundPriority {
   private restored = false;
   private lowering?: Promise<void>;
+  private starved?: NodeJS.Timeout;
 
   private constructor(private readonly box: { hostPids(): Promise<number[]> }) {}
 
@@ -51,9 +58,14 @@ export class BackgroundPriority {
     return supported ? new BackgroundPriority(box) : undefined;
   }
 
-  /** Everything in the box now to the lowest priority (until restore()). */
+  /**
+   * Everything in the box now to the lowest priority, until restore(); restored anyway when the
+   * launch has not ended (launched()) within MAX_LOWERED_LAUNCH_MS.
+   */
   lower(): Promise<void> {
     if (this.restored) return Promise.resolve();
+    this.starved ??= setTimeout(() => void this.restore(), MAX_LOWERED_LAUNCH_MS);
+    this.starved.unref();
     this.lowering = (async () => {
       const pids = await this.box.hostPids();
       // Handed over while its processes were being found: it stays as it is.
@@ -62,9 +74,15 @@ export class BackgroundPriority {
     return this.lowering;
   }
 
+  /** The launch is over: the browser waits at the lowest priority until restore(), however long. */
+  launched(): void {
+    clearTimeout(this.starved);
+  }
+
   /** Normal priority for everything in the box; nothing is lowered afterwards. */
   async restore(): Promise<void> {
     this.restored = true;
+    clearTimeout(this.starved);
     // A lowering under way finishes first, or its writes could land after these.
     await this.lowering;
     await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, 0)));

@@ -227,6 +227,7 @@ export class LiveSession {
       };
       // A browser launched ahead of demand runs at the lowest CPU priority (see foreground()).
       chromium = await boot({ ...options, onSpawned: () => void priority?.lower() }, features, record.start_url);
+      priority?.launched();
       return new LiveSession(record, box, chromium, display, await vnc, deps, boxEnv(display?.number), features, options, priority);
     } catch (err) {
       await chromium?.close();
