@@ -25,6 +25,7 @@ import { applyConventions } from './conventions.js';
 import { completionCommand } from './completion.js';
 import { operationsCommand } from './operations.js';
 import { watchCommand } from './watch/command.js';
+import { mcpCommand } from './commands/mcp.js';
 
 // Commander reads a program option anywhere on the line, so `--version` is the program's only as the
 // first argument: after a command it is that command's own (deploy, invoke: an app version label).
@@ -73,6 +74,7 @@ program.addCommand(deployCommand());
 program.addCommand(appsCommand());
 
 program.addCommand(watchCommand());
+program.addCommand(mcpCommand());
 program.addCommand(completionCommand(program));
 program.addCommand(operationsCommand(program), { hidden: true });
 // Last: it applies to every command above, whichever module added it.

@@ -19,6 +19,7 @@ import { telemetryHandlers } from './http/routes/telemetry.js';
 import { BidiGateway } from './webdriver/bidi-gateway.js';
 import { LIVE_WS_PATH, LiveView } from './liveview/live-view.js';
 import { buildServer } from './http/server.js';
+import { mcpEndpoint } from './http/mcp.js';
 import { ConnectionGuard, frontDoorLimits, HostCheck } from './http/front-door.js';
 import { OriginCheck, WebsocketLimits, websocketLimitsFromEnv } from './http/websocket-limits.js';
 import { browserHandlers } from './http/routes/browsers.js';
@@ -251,6 +252,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     hosts,
     auth,
     scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
+    mcp: mcpEndpoint(publicUrl),
     jwtScope: async (jwt) => {
       const session = await sessions.sessionForToken(jwt, 'cdp');
       const scope = await projects.scopeOfOwner(session.record.org_id);

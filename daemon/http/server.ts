@@ -1,6 +1,6 @@
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import qs from 'qs';
 import fastJson from 'fast-json-stringify';
 import { Type, type TSchema } from 'typebox';
@@ -47,6 +47,8 @@ export interface ServerDeps {
   connections: ConnectionGuard;
   /** Which Host names are served (DNS rebinding). */
   hosts: HostCheck;
+  /** The MCP endpoint (/mcp, behind the API key): daemon/http/mcp.ts. */
+  mcp?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   /** The session a jwt (a session's cdp jwt) names, and the scope it acts in: its owner's project. */
   jwtScope: (jwt: string | undefined) => Promise<{ sessionId: string; scope: Scope }>;
 }
@@ -304,6 +306,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   }
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // MCP's own protocol (JSON-RPC over streamable HTTP), not a REST route of the table.
+  if (deps.mcp) app.route({ method: ['GET', 'POST', 'DELETE'], url: '/mcp', config: { auth: 'key' }, schema: { hide: true }, handler: deps.mcp });
   return app;
 }
 

@@ -31,7 +31,7 @@ export interface TestDaemon {
   apiKey: string;
   env: Record<string, string>;
   /** Runs the CLI binary as a user would; never throws on a non-zero exit. */
-  cli(args: string[], opts?: { env?: Record<string, string> }): Promise<CliResult>;
+  cli(args: string[], opts?: { env?: Record<string, string>; cwd?: string }): Promise<CliResult>;
   /** One HTTP call with the default org's key (or `key`, or none when key is null). */
   api<T = any>(method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse<T>>;
   stop(): Promise<void>;
@@ -71,9 +71,10 @@ export async function callApi<T = any>(baseUrl: string, method: string, path: st
 export async function startTestDaemon(opts: { env?: Record<string, string> } = {}): Promise<TestDaemon> {
   const home = await mkdtemp(join(tmpdir(), 'rbrowse-test-'));
   const env = { ...cleanEnv(home), ...opts.env };
-  const cli = async (args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> => {
+  const cli = async (args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): Promise<CliResult> => {
     const r = await execa(CLI, args, {
       env: { ...env, ...opts.env },
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
       extendEnv: false,
       reject: false,
       stdin: 'ignore',

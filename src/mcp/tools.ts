@@ -1,0 +1,262 @@
+import { type CallArgs, ApiCallError, type RbrowseClient } from '../client.js';
+import { routes, type OperationId } from '../api/routes.js';
+import type { RouteDef } from '../api/route-def.js';
+
+/** What a tool answers, as MCP's tools/call result has it. */
+export interface ToolResult {
+  content: ({ type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string })[];
+  isError?: boolean;
+}
+
+type JsonSchema = { type?: string; properties?: Record<string, object>; required?: string[]; [k: string]: unknown };
+
+export interface McpTool {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema & { type: 'object' };
+  annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  run(client: RbrowseClient, args: Record<string, unknown>): Promise<ToolResult>;
+}
+
+/**
+ * A path parameter's name in a tool's input: `id` says nothing once the URL is gone, so it is
+ * named for what the path holds (Kernel's MCP server calls a browser's `session_id` too).
+ */
+const PATH_PARAM_NAMES: [RegExp, string][] = [
+  [/^\/browsers\/:id/, 'session_id'],
+  [/^\/browser_pools\/:id/, 'pool'],
+  [/^\/profiles\/:id/, 'profile'],
+  [/^\/invocations\/:id/, 'invocation_id'],
+  [/^\/deployments\/:id/, 'deployment_id'],
+];
+
+/** The body a route takes as bytes (a file's), given to a tool as text. */
+const CONTENT = {
+  content: { type: 'string', description: 'The bytes to write: text, or base64 with encoding "base64"' },
+  encoding: { enum: ['utf8', 'base64'], default: 'utf8' },
+} as const;
+
+/** Where each input of a route tool goes: which path parameter, query field or body field. */
+interface Mapping {
+  params: Map<string, string>;
+  query: Set<string>;
+  body: Set<string>;
+  content: boolean;
+}
+
+const plain = (schema: unknown): JsonSchema => JSON.parse(JSON.stringify(schema ?? {})) as JsonSchema;
+
+/**
+ * A tool's input schema from its route's own schemas (path parameters, query, body): one schema per
+ * route drives the MCP tools as it drives validation, the OpenAPI document and the CLI.
+ */
+function inputOf(route: RouteDef): { schema: McpTool['inputSchema']; mapping: Mapping } {
+  const properties: Record<string, object> = {};
+  const required: string[] = [];
+  const mapping: Mapping = { params: new Map(), query: new Set(), body: new Set(), content: false };
+  const add = (name: string, schema: object, isRequired: boolean) => {
+    // Two parts of a route naming one input the same would make one of them unreachable.
+    if (properties[name]) throw new Error(`route ${route.url}: input ${name} is named twice`);
+    properties[name] = schema;
+    if (isRequired) required.push(name);
+  };
+  const params = plain(route.params);
+  for (const [name, schema] of Object.entries(params.properties ?? {})) {
+    const renamed = name === 'id' ? (PATH_PARAM_NAMES.find(([re]) => re.test(route.url))?.[1] ?? name) : name;
+    mapping.params.set(renamed, name);
+    add(renamed, schema, true);
+  }
+  for (const [part, set] of [
+    [plain(route.querystring), mapping.query],
+    [route.consumes ? {} : plain(route.body), mapping.body],
+  ] as const) {
+    for (const [name, schema] of Object.entries(part.properties ?? {})) {
+      set.add(name);
+      add(name, schema, part.required?.includes(name) ?? false);
+    }
+  }
+  if (route.consumes) {
+    mapping.content = true;
+    add('content', CONTENT.content, true);
+    add('encoding', CONTENT.encoding, false);
+  }
+  return { schema: { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false }, mapping };
+}
+
+/** The call a route tool makes from its input. */
+function argsOf(mapping: Mapping, input: Record<string, unknown>): Record<string, unknown> {
+  const params: Record<string, unknown> = {};
+  const query: Record<string, unknown> = {};
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) {
+    if (value === undefined) continue;
+    const param = mapping.params.get(key);
+    if (param) params[param] = value;
+    else if (mapping.query.has(key)) query[key] = value;
+    else if (mapping.body.has(key)) body[key] = value;
+    else if (!(mapping.content && (key === 'content' || key === 'encoding'))) throw new InputError(`unknown input ${key}`);
+  }
+  const args: Record<string, unknown> = { params, query };
+  if (mapping.content) args.body = Buffer.from(String(input.content ?? ''), input.encoding === 'base64' ? 'base64' : 'utf8');
+  else if (mapping.body.size) args.body = body;
+  return args;
+}
+
+/** An input the tool does not take: said to the agent, as the API's own 400s are. */
+class InputError extends Error {}
+
+const text = (t: string): ToolResult => ({ content: [{ type: 'text', text: t }] });
+const json = (data: unknown): ToolResult => text(JSON.stringify(data, null, 2));
+
+/** Bytes an agent can read: as text when they are UTF-8, else base64 said as such. */
+function bytesResult(data: Buffer, mediaType: string): ToolResult {
+  if (mediaType.startsWith('image/')) return { content: [{ type: 'image', data: data.toString('base64'), mimeType: mediaType }] };
+  const decoded = new TextDecoder('utf-8', { fatal: true });
+  try {
+    return text(decoded.decode(data));
+  } catch {
+    return text(`(${data.length} bytes, not UTF-8; base64:)\n${data.toString('base64')}`);
+  }
+}
+
+type Shape = (data: unknown, input: Record<string, unknown>) => ToolResult;
+
+/** A tool that is one route: its input is the route's, its answer the route's (shaped by `shape`). */
+function routeTool(name: string, op: OperationId, description: string, opts: { shape?: Shape; annotations?: McpTool['annotations'] } = {}): McpTool {
+  const route: RouteDef = routes[op];
+  const { schema, mapping } = inputOf(route);
+  const readOnly = route.method === 'GET';
+  return {
+    name,
+    description,
+    inputSchema: schema,
+    annotations: opts.annotations ?? { readOnlyHint: readOnly, destructiveHint: route.method === 'DELETE', openWorldHint: false },
+    async run(client, input) {
+      const data: unknown = await client.call(op, argsOf(mapping, input) as CallArgs<typeof op>);
+      if (opts.shape) return opts.shape(data, input);
+      if (route.produces && Buffer.isBuffer(data)) return bytesResult(data, route.produces);
+      return data === undefined || data === null ? text('done') : json(data);
+    },
+  };
+}
+
+/** process exec's output decoded, so an agent reads it as it would in a terminal. */
+const execShape: Shape = (data) => {
+  const r = data as { exit_code: number; stdout_b64?: string; stderr_b64?: string; duration_ms?: number };
+  const decode = (b64?: string) => Buffer.from(b64 ?? '', 'base64').toString('utf8');
+  return json({ exit_code: r.exit_code, duration_ms: r.duration_ms, stdout: decode(r.stdout_b64), stderr: decode(r.stderr_b64) });
+};
+
+const sessionId = { type: 'string', minLength: 1, description: "The browser session's id (session_id of create_browser or list_browsers)" };
+
+/** A browser with a profile that saves, for a person to sign in through the live view. */
+const setupProfile: McpTool = {
+  name: 'setup_profile',
+  description:
+    'Create a profile (or use an existing one) and start a headful browser that saves into it: returns the live view URL where the user signs in to their sites. Delete the browser (delete_browser) when they are done: that saves the profile, which create_browser can then load with profile.name.',
+  inputSchema: {
+    type: 'object',
+    properties: { profile_name: { type: 'string', minLength: 1, description: 'The profile to create or update' } },
+    required: ['profile_name'],
+    additionalProperties: false,
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+  async run(client, input) {
+    const name = String(input.profile_name);
+    try {
+      await client.call('createProfile', { body: { name } });
+    } catch (err) {
+      // An existing profile of that name is the one to update.
+      if (!(err instanceof ApiCallError && err.status === 409)) throw err;
+    }
+    const browser = await client.call('createBrowser', { body: { headless: false, profile: { name, save_changes: true } } });
+    return json({
+      session_id: browser.session_id,
+      browser_live_view_url: browser.browser_live_view_url,
+      next: `Open the live view URL and sign in; then call delete_browser with session_id ${browser.session_id} to save profile "${name}".`,
+    });
+  },
+};
+
+const liveViewUrl: McpTool = {
+  name: 'get_live_view_url',
+  description: "The URL of a headful session's live view, where a person watches and takes control of the browser.",
+  inputSchema: { type: 'object', properties: { session_id: sessionId }, required: ['session_id'], additionalProperties: false },
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  async run(client, input) {
+    const browser = await client.call('getBrowser', { params: { id: String(input.session_id) } });
+    if (!browser.browser_live_view_url)
+      return { isError: true, content: [{ type: 'text', text: 'a headless session has no live view; create the browser with headless: false' }] };
+    return text(browser.browser_live_view_url);
+  },
+};
+
+/**
+ * The tools, named as Kernel's MCP server names them where it has one (create_browser,
+ * execute_playwright_code, take_screenshot, invoke_action...), with the options of the API.
+ */
+export const tools: readonly McpTool[] = [
+  routeTool(
+    'create_browser',
+    'createBrowser',
+    'Start a browser session (headful with a live view unless headless is true). Returns session_id, cdp_ws_url (for Playwright or Puppeteer connectOverCDP) and browser_live_view_url. It ends after timeout_seconds (default 60) without a client, or on delete_browser.',
+  ),
+  routeTool('list_browsers', 'listBrowsers', 'The browser sessions of the organization (active ones unless status says otherwise).'),
+  routeTool('get_browser', 'getBrowser', 'One browser session: its state, URLs and configuration.'),
+  routeTool('delete_browser', 'deleteBrowser', 'End a browser session (a profile opened with save_changes is saved).'),
+  liveViewUrl,
+  routeTool(
+    'execute_playwright_code',
+    'playwrightExecute',
+    'Run Playwright code (TypeScript or JavaScript) against the session: `page`, `context` and `browser` are in scope; what it returns is the result. Example: `await page.goto("https://example.com"); return await page.title();`',
+  ),
+  routeTool('take_screenshot', 'computerScreenshot', 'A PNG of the session screen (optionally a region), returned as an image.', {
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  }),
+  routeTool('computer_click', 'computerClickMouse', 'Click at screen coordinates (x, y) in the session.'),
+  routeTool('computer_move_mouse', 'computerMoveMouse', 'Move the mouse to (x, y).'),
+  routeTool('computer_type_text', 'computerTypeText', 'Type text into whatever has focus.'),
+  routeTool('computer_press_key', 'computerPressKey', 'Press keys or key combinations (e.g. "Return", "ctrl+a").'),
+  routeTool('computer_scroll', 'computerScroll', 'Scroll at (x, y) by delta_x and delta_y.'),
+  routeTool('computer_drag', 'computerDragMouse', 'Drag the mouse along a path of [x, y] points.'),
+  routeTool('fs_read_file', 'fsReadFile', "Read a file of the session's filesystem (text; other bytes as base64)."),
+  routeTool('fs_write_file', 'fsWriteFile', "Write a file in the session's filesystem (created or replaced; parent directories made)."),
+  routeTool('fs_list_files', 'fsListFiles', 'List a directory of the session.'),
+  routeTool('process_exec', 'processExec', 'Run a command in the session and wait for it: exit code, stdout and stderr.', { shape: execShape }),
+  routeTool('list_replays', 'listReplays', "The session's recordings."),
+  routeTool('start_replay', 'startReplay', 'Start recording the session screen (headful sessions).'),
+  routeTool('stop_replay', 'stopReplay', 'Stop a recording; list_replays then gives its view URL.'),
+  routeTool('list_pools', 'listPools', 'Browser pools: sets of browsers kept ready.'),
+  routeTool(
+    'acquire_browser',
+    'acquirePool',
+    'Take a ready browser from a pool (by pool id or name); null when none came within acquire_timeout_seconds.',
+  ),
+  routeTool('release_browser', 'releasePool', 'Give a browser back to its pool (reuse keeps it, else it is replaced).'),
+  routeTool('list_profiles', 'listProfiles', 'Saved browser profiles (cookies, logins, storage).'),
+  routeTool('delete_profile', 'deleteProfile', 'Delete a profile by id or name.'),
+  setupProfile,
+  routeTool('list_apps', 'listApps', 'Deployed apps and their actions.'),
+  routeTool('list_deployments', 'listDeployments', 'Deployments of apps, newest first.'),
+  routeTool('get_deployment', 'getDeployment', 'One deployment: status and app.'),
+  routeTool(
+    'invoke_action',
+    'createInvocation',
+    "Run an action of a deployed app with a JSON payload (a string). Waits for its end unless async is true; returns the invocation's status and output.",
+  ),
+  routeTool('get_invocation', 'getInvocation', 'One invocation: status and output.'),
+];
+
+/** A tool's call: its answer, or the API's error as a tool error the agent reads (not a protocol error). */
+export async function callTool(client: RbrowseClient, name: string, input: Record<string, unknown>): Promise<ToolResult> {
+  const tool = tools.find((t) => t.name === name);
+  if (!tool) return { isError: true, content: [{ type: 'text', text: `no tool named ${name}` }] };
+  try {
+    return await tool.run(client, input);
+  } catch (err) {
+    if (err instanceof ApiCallError)
+      return { isError: true, content: [{ type: 'text', text: `${err.status} ${err.body.code}: ${err.body.message}` }] };
+    if (err instanceof InputError) return { isError: true, content: [{ type: 'text', text: err.message }] };
+    return { isError: true, content: [{ type: 'text', text: String((err as Error)?.message ?? err) }] };
+  }
+}
