@@ -39,10 +39,6 @@ function logTail(file: string, lines = 15): string {
 }
 
 /**
- * Starts the daemon in the background (or finds it running) and waits until it answers /health.
- * Its output goes to logs/daemon.log, whose tail explains a failed start.
- */
-/**
  * V8 settings of the background daemon. A young generation of 1 MiB semi-spaces (V8's default is
  * 16) keeps about 25 MiB of mostly empty nursery out of an idle daemon's RSS. The daemon's work is
  * many small short-lived objects, which smaller, more frequent scavenges suit; with it the CDP
@@ -71,12 +67,39 @@ export interface DaemonStartOptions {
   standby?: string;
 }
 
+/**
+ * Why a start failed, in one line where the log says (its JSON lines are the daemon's, not a
+ * person's): a taken port names the port and what to do; else the log's tail.
+ */
+export function startFailure(log: string, exitCode: number | null, sinceMs: number): string {
+  let error: string | undefined;
+  for (const line of log.split('\n')) {
+    try {
+      const entry = JSON.parse(line) as { time?: string; msg?: string; error?: string };
+      // The log is appended to across starts: only this start's own lines count.
+      if (entry.msg === 'daemon failed to start' && Date.parse(entry.time ?? '') >= sinceMs) error = entry.error;
+    } catch {
+      // Not one of the daemon's JSON lines (Node's own output): kept in the tail below.
+    }
+  }
+  const taken = error && /EADDRINUSE.*?:(\d+)\s*$/.exec(error);
+  if (taken) return `port ${taken[1]} is taken by another program: set RBROWSE_PORT to a free port (0: any), or stop what listens there`;
+  if (error) return `the daemon could not start: ${error}`;
+  return `the daemon exited during start (code ${exitCode}):\n${log}`;
+}
+
+/**
+ * Starts the daemon in the background (or finds it running) and waits until it answers /health.
+ * Its output goes to logs/daemon.log, whose tail explains a failed start.
+ */
 export async function startDaemon(opts: DaemonStartOptions = {}): Promise<DaemonInfo> {
   const running = await runningDaemon();
   if (running) return running;
   const p = paths();
   mkdirSync(p.logsDir, { recursive: true, mode: 0o700 });
   const logFd = openSync(p.daemonLog, 'a', 0o600);
+  // Whole milliseconds, as the log's times are.
+  const startedAt = Math.floor(Date.now());
   const entry = fileURLToPath(new URL('./daemon.js', import.meta.url));
   const child = spawn(
     process.execPath,
@@ -98,7 +121,7 @@ export async function startDaemon(opts: DaemonStartOptions = {}): Promise<Daemon
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (exited !== undefined) {
-      throw new Error(`the daemon exited during start (code ${exited}):\n${logTail(p.daemonLog)}`);
+      throw new Error(startFailure(logTail(p.daemonLog), exited, startedAt));
     }
     const info = readDaemonInfo();
     if (info && info.pid === child.pid && (await healthy(info.base_url))) return info;
