@@ -48,7 +48,9 @@ const asciiComments: TsupPlugin = {
 };
 
 export default defineConfig({
-  entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts' },
+  // playwright: the Playwright Test fixture (`rbrowse/playwright`), run by the user's own Playwright.
+  entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts', playwright: 'src/playwright.ts' },
+  external: ['@playwright/test'],
   format: ['esm'],
   platform: 'node',
   target: 'node24',

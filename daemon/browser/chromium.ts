@@ -65,6 +65,9 @@ export const BASE_FLAGS = [
   '--password-store=basic',
   '--use-mock-keychain',
   '--disable-features=Translate,MediaRouter,OptimizationHints',
+  // As Playwright's own launches: a page restored from the back-forward cache fires no load event,
+  // and page.goBack() in a Playwright test then waited for one until its timeout.
+  '--disable-back-forward-cache',
   // On the box's own loopback: only programs in the box, and the daemon through the box's agent, reach it.
   '--remote-debugging-address=127.0.0.1',
   '--remote-debugging-port=0',
