@@ -82,6 +82,17 @@ export default defineConfig({
     'yauzl',
     'ignore',
     'nanoid',
+    // qs (the deepObject query parser) and the 21 small packages it requires: loaded file by file
+    // they were ~5 MiB of an idle daemon's RSS (85 -> 79.5 MiB).
+    'qs',
+    /^side-channel/,
+    /^es-(errors|define-property|object-atoms)$/,
+    'object-inspect',
+    /^call-bind-apply-helpers$|^call-bound$/,
+    'function-bind',
+    'get-intrinsic',
+    /^(async-function|async-generator-function|generator-function)$/,
+    /^(get-proto|dunder-proto|gopd|has-symbols|hasown|math-intrinsics)$/,
   ],
   esbuildPlugins: [builtinsByRequire],
   plugins: [asciiComments],
