@@ -612,7 +612,10 @@ describe('rbrowse CLI', () => {
       const r = await execa(CLI, ['ls'], { env: { ...cleanEnv(home), RBROWSE_PORT: String(port) }, extendEnv: false, reject: false });
       assert.equal(r.exitCode, 1);
       assert.equal(r.stdout, '');
-      assert.equal(r.stderr.trim().split('\n')[0], `error: port ${port} is taken by another program: set RBROWSE_PORT to a free port (0: any), or stop what listens there`);
+      assert.equal(
+        r.stderr.trim().split('\n')[0],
+        `error: port ${port} is taken by another program: set RBROWSE_PORT to a free port (0: any), or stop what listens there`,
+      );
       assert.doesNotMatch(r.stderr, /"msg"/, 'no raw log lines');
     } finally {
       blocker.close();

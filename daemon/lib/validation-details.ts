@@ -17,7 +17,7 @@ export function fieldOf(e: ErrorObject): string {
   return [base, child].filter(Boolean).join('.') || '(root)';
 }
 
-function describe(e: ErrorObject): string {
+function explain(e: ErrorObject): string {
   switch (e.keyword) {
     case 'required':
       return 'is required';
@@ -39,7 +39,7 @@ export function validationDetails(errors: ErrorObject[], context?: string): Erro
   // anyOf wrappers repeat what their branches said; the branch errors name the real problem.
   for (const e of errors.filter((x) => x.keyword !== 'anyOf' || errors.length === 1)) {
     const field = fieldOf(e);
-    const message = field === '(root)' ? `${context ?? 'request'} ${describe(e)}` : `${field} ${describe(e)}`;
+    const message = field === '(root)' ? `${context ?? 'request'} ${explain(e)}` : `${field} ${explain(e)}`;
     if (seen.has(message)) continue;
     seen.add(message);
     details.push({ code: 'invalid_input', message });
