@@ -2,7 +2,8 @@
  * rbrowse for Playwright Test: `import { test, expect } from 'rbrowse/playwright'` instead of from
  * '@playwright/test', and each worker's browser is an rbrowse session (from standby when one is
  * ready) that Playwright drives over CDP. Tests get a fresh context each, as with Playwright's
- * own launch. Only HTTP and connectOverCDP are used, so any Playwright version works.
+ * own launch (`testWithFreshBrowser`: a session of its own for every test). Only HTTP and
+ * connectOverCDP are used, so any Playwright version works.
  *
  * Where the sessions come from, first match: the `rbrowse` option's baseUrl and apiKey (in
  * playwright.config's `use`), KERNEL_BASE_URL and KERNEL_API_KEY, or the local daemon of
@@ -97,6 +98,32 @@ export const test = base.extend<object, { rbrowse: RbrowseOptions; rbrowseServer
     },
     { scope: 'worker' },
   ],
+});
+
+/**
+ * A fresh rbrowse session for every test rather than one per worker: each test's context is a
+ * new context of its own session (from standby when one is ready), which ends with the test. For
+ * suites that want nothing shared between tests, browser state included.
+ */
+export const testWithFreshBrowser = test.extend<{ rbrowseTestSession: RbrowseSession }>({
+  rbrowseTestSession: async ({ rbrowse, rbrowseServer: server }, use) => {
+    const session = (await (await api(server, 'POST', '/browsers', rbrowse.session ?? { headless: true })).json()) as RbrowseSession;
+    try {
+      await use(session);
+    } finally {
+      await api(server, 'DELETE', `/browsers/${session.session_id}`);
+    }
+  },
+  context: async ({ playwright, rbrowseTestSession, contextOptions, viewport }, use) => {
+    const browser = await playwright.chromium.connectOverCDP(rbrowseTestSession.cdp_ws_url);
+    try {
+      const context = await browser.newContext({ ...contextOptions, ...(viewport !== undefined ? { viewport } : {}) });
+      await use(context);
+      await context.close();
+    } finally {
+      await browser.close();
+    }
+  },
 });
 
 export { expect };

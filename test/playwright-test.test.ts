@@ -20,32 +20,43 @@ after(async () => {
   await d?.stop();
 });
 
-test('a Playwright Test project of 24 tests runs green on rbrowse with 2 workers, one session per worker', async () => {
+/** Runs the project (or some of its files) in a PW_MODE; answers its JSON report's stats. */
+async function runProject(mode: string, files: string[] = []): Promise<{ expected: number; unexpected: number; flaky: number; skipped: number }> {
   const out = await mkdtemp(join(tmpdir(), 'rbrowse-pw-suite-'));
   try {
     const report = join(out, 'report.json');
     const run = await execa(
       process.execPath,
-      [join(ROOT, 'node_modules/@playwright/test/cli.js'), 'test', '--config', 'fixtures/playwright-suite/playwright.config.ts'],
+      [join(ROOT, 'node_modules/@playwright/test/cli.js'), 'test', '--config', 'fixtures/playwright-suite/playwright.config.ts', ...files],
       {
         cwd: ROOT,
-        env: { ...d.env, PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results') },
+        env: { ...d.env, PW_MODE: mode, PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results') },
         extendEnv: false,
         reject: false,
         timeout: 300_000,
       },
     );
     assert.equal(run.exitCode, 0, `${run.stdout}\n${run.stderr}`);
-    const stats = JSON.parse(await readFile(report, 'utf8')).stats;
-    assert.deepEqual(
-      { expected: stats.expected, unexpected: stats.unexpected, flaky: stats.flaky, skipped: stats.skipped },
-      { expected: 24, unexpected: 0, flaky: 0, skipped: 0 },
-    );
-    // Each worker had a session of this daemon, ended when the worker finished.
-    const ended = (await d.api('GET', '/browsers?status=deleted&limit=100')).body as { session_id: string }[];
-    assert.equal(ended.length, 2, JSON.stringify(ended));
-    assert.deepEqual((await d.api('GET', '/browsers')).body, []);
+    const { expected, unexpected, flaky, skipped } = JSON.parse(await readFile(report, 'utf8')).stats;
+    return { expected, unexpected, flaky, skipped };
   } finally {
     await rm(out, { recursive: true, force: true });
   }
+}
+
+const ended = async () => ((await d.api('GET', '/browsers?status=deleted&limit=100')).body as unknown[]).length;
+
+test('a Playwright Test project of 24 tests runs green on rbrowse with 2 workers, one session per worker', async () => {
+  const before = await ended();
+  assert.deepEqual(await runProject('rbrowse'), { expected: 24, unexpected: 0, flaky: 0, skipped: 0 });
+  // Each worker had a session of this daemon, ended when the worker finished.
+  assert.equal((await ended()) - before, 2);
+  assert.deepEqual((await d.api('GET', '/browsers')).body, []);
+});
+
+test('testWithFreshBrowser gives every test a session of its own', async () => {
+  const before = await ended();
+  assert.deepEqual(await runProject('rbrowse-fresh', ['tests/navigation.spec.ts']), { expected: 6, unexpected: 0, flaky: 0, skipped: 0 });
+  assert.equal((await ended()) - before, 6);
+  assert.deepEqual((await d.api('GET', '/browsers')).body, []);
 });

@@ -1,0 +1,104 @@
+/**
+ * A Playwright Test suite (fixtures/playwright-suite: 22 tests that run under both, 2 workers) on
+ * rbrowse against Playwright's own launch of the same Chromium, in turns: with a fresh browser
+ * for every test (rbrowse: a session per test, from standby when one is ready; Playwright: a
+ * launch per test) and with one browser per worker (Playwright's default). Wall time of the run
+ * and per-test duration, medians over the rounds. Run with `npm run bench:playwright` (builds
+ * first). Rounds: BENCH_SUITE_ROUNDS (default 3).
+ */
+import { cpus } from 'node:os';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { DEFAULT_STANDBY } from '../src/standby.js';
+import { ROOT, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { intEnv, load, progress, runBench } from './lifecycle.js';
+import { renderTable, summarize, type Comparison } from './stats.js';
+
+const ROUNDS = intEnv('BENCH_SUITE_ROUNDS', 3);
+
+interface Run {
+  wallMs: number;
+  testMs: number[];
+  passed: number;
+}
+
+interface Report {
+  stats: { duration: number; expected: number; unexpected: number };
+  suites: Suite[];
+}
+interface Suite {
+  specs?: { tests: { results: { duration: number; status: string }[] }[] }[];
+  suites?: Suite[];
+}
+
+function durations(suite: Suite): number[] {
+  const own = (suite.specs ?? []).flatMap((spec) => spec.tests.flatMap((t) => t.results.filter((r) => r.status === 'passed').map((r) => r.duration)));
+  return [...own, ...(suite.suites ?? []).flatMap(durations)];
+}
+
+async function runSuite(d: TestDaemon, mode: string): Promise<Run> {
+  const out = await mkdtemp(join(tmpdir(), 'rbrowse-bench-pw-'));
+  try {
+    const report = join(out, 'report.json');
+    const run = await execa(
+      process.execPath,
+      [join(ROOT, 'node_modules/@playwright/test/cli.js'), 'test', '--config', 'fixtures/playwright-suite/playwright.config.ts', '--workers', '2'],
+      {
+        cwd: ROOT,
+        env: { ...d.env, PW_MODE: mode, PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results') },
+        extendEnv: false,
+        reject: false,
+      },
+    );
+    const parsed = JSON.parse(await readFile(report, 'utf8')) as Report;
+    if (run.exitCode !== 0 || parsed.stats.unexpected > 0) throw new Error(`suite (${mode}) failed:\n${run.stdout.slice(-3000)}`);
+    return { wallMs: parsed.stats.duration, testMs: parsed.suites.flatMap(durations), passed: parsed.stats.expected };
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
+}
+
+runBench(async (cleanups) => {
+  const before = load();
+  progress(`load average before: ${before} (${cpus().length} cores); ${ROUNDS} rounds`);
+  // The default standby set, as a user's daemon has it.
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY } });
+  cleanups.push(() => d.stop());
+  const modes = [
+    ['own-fresh', 'rbrowse-fresh'],
+    ['own', 'rbrowse'],
+  ] as const;
+  const runs: Record<string, Run[]> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const pair of modes) {
+      for (const mode of pair) {
+        const r = await runSuite(d, mode);
+        (runs[mode] ??= []).push(r);
+        progress(`round ${round + 1} ${mode}: ${(r.wallMs / 1000).toFixed(1)} s, ${r.passed} passed`);
+      }
+    }
+  }
+  const rows: Comparison[] = [];
+  for (const [own, rbrowse] of modes) {
+    const label = own === 'own-fresh' ? 'a fresh browser per test' : 'a browser per worker';
+    rows.push({
+      metric: `suite wall time, ${label}`,
+      unit: 'ms',
+      rbrowse: summarize(runs[rbrowse]!.map((r) => r.wallMs)),
+      raw: summarize(runs[own]!.map((r) => r.wallMs)),
+      ...(own === 'own-fresh' ? { goal: 0.6 } : {}),
+    });
+    rows.push({
+      metric: `one test, ${label}`,
+      unit: 'ms',
+      rbrowse: summarize(runs[rbrowse]!.flatMap((r) => r.testMs)),
+      raw: summarize(runs[own]!.flatMap((r) => r.testMs)),
+    });
+  }
+  console.log(renderTable(rows));
+  console.log(
+    `raw: Playwright's own launch of ${process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium'}; load average ${before} before, ${load()} after`,
+  );
+});
