@@ -63,8 +63,8 @@ async function runSuite(d: TestDaemon, mode: string): Promise<Run> {
 runBench(async (cleanups) => {
   const before = load();
   progress(`load average before: ${before} (${cpus().length} cores); ${ROUNDS} rounds`);
-  // The default standby set, as a user's daemon has it.
-  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY } });
+  // The default standby set and burst budget, as a user's daemon has them.
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '' } });
   cleanups.push(() => d.stop());
   const modes = [
     ['own-fresh', 'rbrowse-fresh'],

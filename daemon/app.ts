@@ -50,7 +50,7 @@ import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './reaper.js';
 import { SessionManager } from './sessions/manager.js';
 import { Standby } from './ready/standby.js';
-import { forgetAfterMs, type StandbySet } from '../src/standby.js';
+import { burstBudgetMb, burstHoldMs, forgetAfterMs, type StandbySet } from '../src/standby.js';
 import { Store } from './store.js';
 import { admissionLimits, LaunchAdmission, sessionCapacity } from './admission.js';
 import { Projects } from './projects.js';
@@ -200,6 +200,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const standby = new Standby({
     set: opts.standby,
     forgetMs: forgetAfterMs(),
+    burst: { budgetMb: burstBudgetMb(), holdMs: burstHoldMs() },
     launch: (kind, claim) => sessions.startReady(kind, claim),
     busy: () => sessions.busy,
     log: opts.log,

@@ -27,6 +27,32 @@ export function forgetAfterMs(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
+ * How much memory browsers kept beyond the set's counts may take, for creates that come in a
+ * burst (a test suite making a session per test): RBROWSE_STANDBY_BURST_MB, default 512 (0: off).
+ */
+export function burstBudgetMb(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.RBROWSE_STANDBY_BURST_MB;
+  if (raw === undefined || raw === '') return 512;
+  if (!/^\d+$/.test(raw)) throw new Error(`RBROWSE_STANDBY_BURST_MB must be a whole number of MiB (got "${raw}")`);
+  return Number(raw);
+}
+
+/** How long browsers kept for a burst stay once its creates stop: RBROWSE_STANDBY_BURST_HOLD_SECONDS, default 60. */
+export function burstHoldMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.RBROWSE_STANDBY_BURST_HOLD_SECONDS;
+  if (raw === undefined || raw === '') return 60_000;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new Error(`RBROWSE_STANDBY_BURST_HOLD_SECONDS must be a whole number of seconds, at least 1 (got "${raw}")`);
+  return Number(raw) * 1000;
+}
+
+/**
+ * What one ready browser of a kind is counted at against the burst budget: a headless Chromium
+ * measured ~160 MB here; a headful one adds its display, window manager and VNC server.
+ */
+export const READY_BROWSER_MB = { headless: 160, headful: 230 } as const;
+
+/**
  * The default session of each kind, one each (what `POST /browsers` with no body, or
  * `{headless: true}`, asks for), and up to two kinds learned from creates.
  */

@@ -1,4 +1,4 @@
-import { standbyKey, type StandbyEntry, type StandbySet } from '../../src/standby.js';
+import { READY_BROWSER_MB, standbyKey, type StandbyEntry, type StandbySet } from '../../src/standby.js';
 import type { Viewport } from '../../src/viewport.js';
 import type { LiveSession } from '../sessions/live-session.js';
 import { LaunchClaim } from '../lib/launch-claim.js';
@@ -8,6 +8,8 @@ export interface StandbyDeps {
   set: StandbySet;
   /** How long a learned kind is kept with no create of it (src/standby.ts forgetAfterMs). */
   forgetMs: number;
+  /** Browsers kept beyond the set's counts while creates come in a burst (src/standby.ts burstBudgetMb, burstHoldMs). */
+  burst: { budgetMb: number; holdMs: number };
   /** Launches and warms one browser of the kind; it belongs to no one until take() hands it over (or a create claims it). */
   launch(kind: { headless: boolean; viewport: Viewport }, claim: LaunchClaim): Promise<LiveSession>;
   /** True while creates are launching browsers of their own: a refill then waits, so it never competes with them. */
@@ -26,6 +28,12 @@ const REFILL_DELAY_MS = 200;
 /** A kind outside the set is learned once creates ask for it this many times within LEARN_WINDOW_MS. */
 const LEARN_AFTER = 2;
 const LEARN_WINDOW_MS = 10 * 60_000;
+/**
+ * A kind's demand: its creates within this window, about the time one refill takes on a busy
+ * machine. Creates beyond the kind's count and one more (a refill covers one) are kept ready
+ * extra, within the burst budget.
+ */
+const DEMAND_WINDOW_MS = 10_000;
 
 /**
  * Warm standby: browsers of the kinds people create most, launched and warmed ahead of demand,
@@ -58,6 +66,11 @@ export class Standby {
   /** When creates asked for kinds outside the set, by kind (within LEARN_WINDOW_MS). */
   private readonly misses = new Map<string, number[]>();
   private forgetTimer?: NodeJS.Timeout;
+  /** Recent creates of each kind kept (within DEMAND_WINDOW_MS). */
+  private readonly demand = new Map<string, number[]>();
+  /** Browsers kept beyond a kind's count for a burst of its creates, and when the burst last asked. */
+  private readonly extra = new Map<string, { n: number; asked: number }>();
+  private shrinkTimer?: NodeJS.Timeout;
 
   constructor(private readonly deps: StandbyDeps) {
     for (const e of deps.set.entries) this.ready.set(standbyKey(e.headless, e.viewport), []);
@@ -91,7 +104,8 @@ export class Standby {
         }
         // Closed, or a learned kind forgotten while its browser launched.
         const list = this.ready.get(key);
-        if (this.closed || !list) return void (await session.stop());
+        // A burst that ended while this browser launched leaves the kind with enough.
+        if (this.closed || !list || list.length >= this.wantedOf(key)) return void (await session.stop());
         list.push(session);
         const learned = this.learned.get(key);
         if (learned && learned.readyAt === undefined) {
@@ -114,10 +128,11 @@ export class Standby {
   }
 
   /** How many are ready of each kind: GET /health shows it (the benchmark waits on it). */
-  counts(): Record<string, { ready: number; wanted: number; launching?: true; learned?: true }> {
+  counts(): Record<string, { ready: number; wanted: number; launching?: true; learned?: true; burst?: number }> {
     return Object.fromEntries(
       this.entries().map((e) => {
         const key = standbyKey(e.headless, e.viewport);
+        const burst = this.extra.get(key)?.n ?? 0;
         return [
           key,
           {
@@ -125,10 +140,16 @@ export class Standby {
             wanted: e.count,
             ...(this.launching.has(key) ? { launching: true as const } : {}),
             ...(this.learned.has(key) ? { learned: true as const } : {}),
+            ...(burst ? { burst } : {}),
           },
         ];
       }),
     );
+  }
+
+  /** The burst budget and what of it the kinds kept for bursts now take (GET /health). */
+  budget(): { burst_budget_mb: number; burst_used_mb: number; burst_hold_seconds: number } {
+    return { burst_budget_mb: this.deps.burst.budgetMb, burst_used_mb: this.burstUsedMb(), burst_hold_seconds: this.deps.burst.holdMs / 1000 };
   }
 
   /**
@@ -138,6 +159,7 @@ export class Standby {
   take(headless: boolean, viewport: Viewport): LiveSession | undefined {
     const key = standbyKey(headless, viewport);
     const learnedNow = this.asked(key, headless, viewport);
+    this.followDemand(key, headless);
     const list = this.ready.get(key);
     let session: LiveSession | undefined;
     while (list?.length && !session) {
@@ -168,6 +190,7 @@ export class Standby {
     this.closed = true;
     clearTimeout(this.delay);
     clearTimeout(this.forgetTimer);
+    clearTimeout(this.shrinkTimer);
     this.refill.stop();
     await this.refill.inflight;
     const all = [...this.ready.values()].flat();
@@ -190,9 +213,70 @@ export class Standby {
     this.delay.unref();
   }
 
-  /** The kinds kept now: the set's, then the learned ones. */
+  /** The kinds kept now: the set's, then the learned ones, each with what a burst of its creates added. */
   private entries(): StandbyEntry[] {
-    return [...this.deps.set.entries, ...[...this.learned.values()].map((l) => l.entry)];
+    return [...this.deps.set.entries, ...[...this.learned.values()].map((l) => l.entry)].map((e) => {
+      const burst = this.extra.get(standbyKey(e.headless, e.viewport))?.n ?? 0;
+      return burst ? { ...e, count: e.count + burst } : e;
+    });
+  }
+
+  private wantedOf(key: string): number {
+    return this.entries().find((e) => standbyKey(e.headless, e.viewport) === key)?.count ?? 0;
+  }
+
+  private burstUsedMb(except?: string): number {
+    let mb = 0;
+    for (const [key, x] of this.extra) if (key !== except) mb += x.n * READY_BROWSER_MB[key.startsWith('headless') ? 'headless' : 'headful'];
+    return mb;
+  }
+
+  /**
+   * Notes a create of a kept kind and keeps more of it ready while its creates come faster than
+   * refills replace them: the creates of the last DEMAND_WINDOW_MS beyond the kind's count and
+   * one more, as many as the burst budget's memory allows. They stay until the kind's creates
+   * stop for burst.holdMs (shrink()).
+   */
+  private followDemand(key: string, headless: boolean): void {
+    if (!this.ready.has(key) || this.closed || this.deps.burst.budgetMb <= 0) return;
+    const now = Date.now();
+    const recent = [...(this.demand.get(key) ?? []).filter((t) => now - t < DEMAND_WINDOW_MS), now];
+    this.demand.set(key, recent);
+    const base =
+      [...this.deps.set.entries, ...[...this.learned.values()].map((l) => l.entry)].find((e) => standbyKey(e.headless, e.viewport) === key)?.count ??
+      0;
+    const room = Math.floor((this.deps.burst.budgetMb - this.burstUsedMb(key)) / READY_BROWSER_MB[headless ? 'headless' : 'headful']);
+    const wanted = Math.min(Math.max(0, recent.length - base - 1), Math.max(0, room));
+    const current = this.extra.get(key);
+    if (current) current.asked = now;
+    if (wanted > (current?.n ?? 0)) {
+      this.extra.set(key, { n: wanted, asked: now });
+      this.deps.log('standby follows a burst', { kind: key, extra: wanted });
+    }
+    if (this.extra.has(key)) this.armShrink();
+  }
+
+  /** Ends the bursts whose creates stopped burst.holdMs ago: their extra browsers are stopped. */
+  private shrink(): void {
+    const now = Date.now();
+    for (const [key, x] of this.extra) {
+      if (now - x.asked < this.deps.burst.holdMs) continue;
+      this.extra.delete(key);
+      this.demand.delete(key);
+      const wanted = this.wantedOf(key);
+      const list = this.ready.get(key) ?? [];
+      while (list.length > wanted) this.retire(list.pop()!);
+      this.deps.log('standby burst over', { kind: key });
+    }
+    this.armShrink();
+  }
+
+  private armShrink(): void {
+    clearTimeout(this.shrinkTimer);
+    if (this.closed || !this.extra.size) return;
+    const due = Math.min(...[...this.extra.values()].map((x) => x.asked + this.deps.burst.holdMs));
+    this.shrinkTimer = setTimeout(() => this.shrink(), Math.max(0, due - Date.now()));
+    this.shrinkTimer.unref();
   }
 
   /** Notes a create of the kind; true when that made it a learned kind. */

@@ -29,9 +29,25 @@ export const HealthSchema = Type.Object({
         learned: Type.Optional(
           Type.Literal(true, { description: 'kept because creates asked for this kind (standby learn=K), until none has for a while' }),
         ),
+        burst: Type.Optional(
+          Type.Integer({ minimum: 1, description: 'of `wanted`, how many are kept extra because creates of this kind come in a burst' }),
+        ),
       }),
       {
         description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted',
+      },
+    ),
+  ),
+  standby_burst: Type.Optional(
+    Type.Object(
+      {
+        burst_budget_mb: Type.Integer({ minimum: 0 }),
+        burst_used_mb: Type.Integer({ minimum: 0 }),
+        burst_hold_seconds: Type.Number({ minimum: 0 }),
+      },
+      {
+        description:
+          'The memory browsers kept for bursts of creates may take (RBROWSE_STANDBY_BURST_MB), what they take now, and how long they stay once the burst stops',
       },
     ),
   ),
