@@ -10,21 +10,27 @@ import { RbrowseClient } from '../../src/client.js';
  */
 export function mcpEndpoint(selfUrl: () => string) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const [{ StreamableHTTPServerTransport }, { mcpServer }] = await Promise.all([
-      import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
-      import('../../src/mcp/server.js'),
-    ]);
-    const key = /^Bearer\s+(\S+)/i.exec(request.headers.authorization ?? '')?.[1];
-    const namesProject = request.headers['x-kernel-project-id'] !== undefined || request.headers['x-kernel-project'] !== undefined;
-    const client = new RbrowseClient(selfUrl(), key, namesProject ? request.org?.project_id : undefined);
-    const server = mcpServer(client);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, request.body);
+    try {
+      const [{ StreamableHTTPServerTransport }, { mcpServer }] = await Promise.all([
+        import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+        import('../../src/mcp/server.js'),
+      ]);
+      const key = /^Bearer\s+(\S+)/i.exec(request.headers.authorization ?? '')?.[1];
+      const namesProject = request.headers['x-kernel-project-id'] !== undefined || request.headers['x-kernel-project'] !== undefined;
+      const server = mcpServer(new RbrowseClient(selfUrl(), key, namesProject ? request.org?.project_id : undefined));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    } catch (err) {
+      // The transport answers protocol errors itself; anything else ends here, never as a 5xx.
+      if (reply.raw.headersSent) return void reply.raw.destroy();
+      reply.raw.writeHead(503, { 'content-type': 'application/json' });
+      reply.raw.end(JSON.stringify({ code: 'service_unavailable', message: `the MCP endpoint failed: ${(err as Error)?.message ?? err}` }));
+    }
   };
 }
