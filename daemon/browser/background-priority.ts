@@ -47,7 +47,10 @@ async function setGroupNice(pid: number, nice: number): Promise<void> {
  */
 export class BackgroundPriority {
   private restored = false;
-  private lowering?: Promise<void>;
+  /** Raised for the rest of a launch that took too long (see MAX_LOWERED_LAUNCH_MS). */
+  private raised = false;
+  /** The last nice change asked for: each waits for the one before, so they land in order. */
+  private changing: Promise<void> = Promise.resolve();
   private starved?: NodeJS.Timeout;
 
   private constructor(private readonly box: { hostPids(): Promise<number[]> }) {}
@@ -59,32 +62,42 @@ export class BackgroundPriority {
   }
 
   /**
-   * Everything in the box now to the lowest priority, until restore(); restored anyway when the
-   * launch has not ended (launched()) within MAX_LOWERED_LAUNCH_MS.
+   * Everything in the box now to the lowest priority, until restore(). A launch that has not
+   * ended (launched()) within MAX_LOWERED_LAUNCH_MS gets its normal priority for the rest of it.
    */
   lower(): Promise<void> {
     if (this.restored) return Promise.resolve();
-    this.starved ??= setTimeout(() => void this.restore(), MAX_LOWERED_LAUNCH_MS);
+    this.starved ??= setTimeout(() => {
+      this.raised = true;
+      void this.setNice(0);
+    }, MAX_LOWERED_LAUNCH_MS);
     this.starved.unref();
-    this.lowering = (async () => {
-      const pids = await this.box.hostPids();
-      // Handed over while its processes were being found: it stays as it is.
-      if (!this.restored) await Promise.all(pids.map((pid) => setGroupNice(pid, LOWEST)));
-    })();
-    return this.lowering;
+    return this.setNice(LOWEST);
   }
 
   /** The launch is over: the browser waits at the lowest priority until restore(), however long. */
   launched(): void {
     clearTimeout(this.starved);
+    if (this.raised && !this.restored) void this.setNice(LOWEST);
+    this.raised = false;
   }
 
   /** Normal priority for everything in the box; nothing is lowered afterwards. */
   async restore(): Promise<void> {
     this.restored = true;
     clearTimeout(this.starved);
-    // A lowering under way finishes first, or its writes could land after these.
-    await this.lowering;
-    await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, 0)));
+    await this.setNice(0, true);
+  }
+
+  private setNice(nice: number, restoring = false): Promise<void> {
+    // A change that failed (its box gone) does not hold back the ones after it.
+    this.changing = this.changing
+      .catch(() => {})
+      .then(async () => {
+        // Handed over while an earlier change waited: only the restore applies.
+        if (this.restored && !restoring) return;
+        await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, nice)));
+      });
+    return this.changing;
   }
 }

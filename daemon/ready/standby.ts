@@ -68,8 +68,12 @@ export class Standby {
   private forgetTimer?: NodeJS.Timeout;
   /** Recent creates of each kind kept (within DEMAND_WINDOW_MS). */
   private readonly demand = new Map<string, number[]>();
-  /** Browsers kept beyond a kind's count for a burst of its creates, and when the burst last asked. */
-  private readonly extra = new Map<string, { n: number; asked: number }>();
+  /**
+   * Browsers kept beyond a kind's count for a burst of its creates, when the burst last asked,
+   * and when the kind last had all it wants ready: the burst's hold counts from the later one, so
+   * extra browsers still launching on a busy machine are not given up before they ever served.
+   */
+  private readonly extra = new Map<string, { n: number; asked: number; filledAt?: number }>();
   private shrinkTimer?: NodeJS.Timeout;
 
   constructor(private readonly deps: StandbyDeps) {
@@ -107,6 +111,11 @@ export class Standby {
         // A burst that ended while this browser launched leaves the kind with enough.
         if (this.closed || !list || list.length >= this.wantedOf(key)) return void (await session.stop());
         list.push(session);
+        const burst = this.extra.get(key);
+        if (burst && !this.filling(key)) {
+          burst.filledAt = Date.now();
+          this.armShrink();
+        }
         const learned = this.learned.get(key);
         if (learned && learned.readyAt === undefined) {
           learned.readyAt = Date.now();
@@ -260,7 +269,7 @@ export class Standby {
   private shrink(): void {
     const now = Date.now();
     for (const [key, x] of this.extra) {
-      if (now - x.asked < this.deps.burst.holdMs) continue;
+      if (this.filling(key) || now - this.burstSince(x) < this.deps.burst.holdMs) continue;
       this.extra.delete(key);
       this.demand.delete(key);
       const wanted = this.wantedOf(key);
@@ -271,11 +280,21 @@ export class Standby {
     this.armShrink();
   }
 
+  /** A kind still short of what it wants: its hold starts once it is full (place() arms it then). */
+  private filling(key: string): boolean {
+    return (this.ready.get(key)?.length ?? 0) < this.wantedOf(key);
+  }
+
+  private burstSince(x: { asked: number; filledAt?: number }): number {
+    return Math.max(x.asked, x.filledAt ?? 0);
+  }
+
   private armShrink(): void {
     clearTimeout(this.shrinkTimer);
-    if (this.closed || !this.extra.size) return;
-    const due = Math.min(...[...this.extra.values()].map((x) => x.asked + this.deps.burst.holdMs));
-    this.shrinkTimer = setTimeout(() => this.shrink(), Math.max(0, due - Date.now()));
+    const due = [...this.extra].filter(([key]) => !this.filling(key)).map(([, x]) => this.burstSince(x) + this.deps.burst.holdMs);
+    if (this.closed || !due.length) return;
+    const first = Math.min(...due);
+    this.shrinkTimer = setTimeout(() => this.shrink(), Math.max(0, first - Date.now()));
     this.shrinkTimer.unref();
   }
 
