@@ -1,5 +1,5 @@
 /**
- * A Playwright Test suite (fixtures/playwright-suite: 22 tests that run under both, 2 workers) on
+ * A Playwright Test suite (fixtures/playwright-suite: the 21 tests that run under both, 2 workers) on
  * rbrowse against Playwright's own launch of the same Chromium, in turns: with a fresh browser
  * for every test (rbrowse: a session per test, from standby when one is ready; Playwright: a
  * launch per test) and with one browser per worker (Playwright's default). Wall time of the run
@@ -17,6 +17,8 @@ import { intEnv, load, progress, runBench } from './lifecycle.js';
 import { renderTable, summarize, type Comparison } from './stats.js';
 
 const ROUNDS = intEnv('BENCH_SUITE_ROUNDS', 3);
+/** The tests about the rbrowse session itself, which Playwright's own launch skips: left out of both sides. */
+const RBROWSE_ONLY = 'rbrowse session|saved in the session|fresh context';
 
 interface Run {
   wallMs: number;
@@ -44,7 +46,16 @@ async function runSuite(d: TestDaemon, mode: string): Promise<Run> {
     const report = join(out, 'report.json');
     const run = await execa(
       process.execPath,
-      [join(ROOT, 'node_modules/@playwright/test/cli.js'), 'test', '--config', 'fixtures/playwright-suite/playwright.config.ts', '--workers', '2'],
+      [
+        join(ROOT, 'node_modules/@playwright/test/cli.js'),
+        'test',
+        '--config',
+        'fixtures/playwright-suite/playwright.config.ts',
+        '--workers',
+        '2',
+        '--grep-invert',
+        RBROWSE_ONLY,
+      ],
       {
         cwd: ROOT,
         env: { ...d.env, PW_MODE: mode, PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results') },
