@@ -67,7 +67,12 @@ export class RbrowseClient {
     const path = routes[op].url.replace(/:(\w+)/g, (_, name: string) => encodeURIComponent(String(params[name])));
     const url = new URL(path, this.baseUrl);
     const query = (args as { query?: Record<string, unknown> }).query ?? {};
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(query)) {
+      if (v === undefined) continue;
+      // An object is OpenAPI's deepObject style, as the SDKs send it: `tags[team]=backend`.
+      if (v !== null && typeof v === 'object') for (const [sub, value] of Object.entries(v)) url.searchParams.set(`${k}[${sub}]`, String(value));
+      else url.searchParams.set(k, String(v));
+    }
     return url;
   }
 

@@ -83,10 +83,16 @@ async function endToEnd(client: Client): Promise<void> {
   assert.equal((create.inputSchema.properties as any).headless.type, 'boolean');
   assert.equal((create.inputSchema.properties as any).viewport.type, 'object');
 
-  const browser = await callJson(client, 'create_browser', { headless: true, viewport: { width: 1024, height: 768 } });
+  const browser = await callJson(client, 'create_browser', { headless: true, viewport: { width: 1024, height: 768 }, tags: { by: 'agent' } });
   assert.match(browser.cdp_ws_url, /^ws:/);
   const id = browser.session_id as string;
   assert.ok((await callJson(client, 'list_browsers')).some((b: any) => b.session_id === id));
+  // A deepObject filter reaches the API as one: only the tagged session, none for another tag.
+  assert.deepEqual(
+    (await callJson(client, 'list_browsers', { tags: { by: 'agent' } })).map((b: any) => b.session_id),
+    [id],
+  );
+  assert.deepEqual(await callJson(client, 'list_browsers', { tags: { by: 'someone-else' } }), []);
 
   const page = `<html><head><title>from mcp</title></head><body style="margin:0;background:rgb(255,0,128)"><h1>MCP</h1></body></html>`;
   const run = await callJson(client, 'execute_playwright_code', {
