@@ -224,10 +224,15 @@ export class Standby {
 
   /** The kinds kept now: the set's, then the learned ones, each with what a burst of its creates added. */
   private entries(): StandbyEntry[] {
-    return [...this.deps.set.entries, ...[...this.learned.values()].map((l) => l.entry)].map((e) => {
+    return this.baseEntries().map((e) => {
       const burst = this.extra.get(standbyKey(e.headless, e.viewport))?.n ?? 0;
       return burst ? { ...e, count: e.count + burst } : e;
     });
+  }
+
+  /** The kinds kept and their counts, before bursts. */
+  private baseEntries(): StandbyEntry[] {
+    return [...this.deps.set.entries, ...[...this.learned.values()].map((l) => l.entry)];
   }
 
   private wantedOf(key: string): number {
@@ -251,9 +256,7 @@ export class Standby {
     const now = Date.now();
     const recent = [...(this.demand.get(key) ?? []).filter((t) => now - t < DEMAND_WINDOW_MS), now];
     this.demand.set(key, recent);
-    const base =
-      [...this.deps.set.entries, ...[...this.learned.values()].map((l) => l.entry)].find((e) => standbyKey(e.headless, e.viewport) === key)?.count ??
-      0;
+    const base = this.baseEntries().find((e) => standbyKey(e.headless, e.viewport) === key)?.count ?? 0;
     const room = Math.floor((this.deps.burst.budgetMb - this.burstUsedMb(key)) / READY_BROWSER_MB[headless ? 'headless' : 'headful']);
     const wanted = Math.min(Math.max(0, recent.length - base - 1), Math.max(0, room));
     const current = this.extra.get(key);
