@@ -57,13 +57,24 @@ async function api(server: Server, method: string, path: string, body?: unknown)
     headers: { authorization: `Bearer ${server.apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
-  if (!res.ok && res.status !== 404) throw new Error(`rbrowse ${method} ${path}: ${res.status} ${await res.text()}`);
+  // A session already gone (its timeout, a daemon stop) is what its DELETE wanted anyway.
+  if (!res.ok && !(method === 'DELETE' && res.status === 404)) throw new Error(`rbrowse ${method} ${path}: ${res.status} ${await res.text()}`);
   return res;
+}
+
+/** A session for the length of `use`, ended after it. */
+async function withSession(server: Server, body: Record<string, unknown>, use: (session: RbrowseSession) => Promise<void>): Promise<void> {
+  const session = (await (await api(server, 'POST', '/browsers', body)).json()) as RbrowseSession;
+  try {
+    await use(session);
+  } finally {
+    await api(server, 'DELETE', `/browsers/${session.session_id}`);
+  }
 }
 
 /** The server a worker's session is on, to call its API (its files, for downloads: docs/playwright.md). */
 export interface RbrowseServer extends Server {
-  /** One API call with the key; error answers throw. */
+  /** One API call with the key; error answers throw (a DELETE's 404 does not). */
   api(method: string, path: string, body?: unknown): Promise<Response>;
 }
 
@@ -77,14 +88,7 @@ export const test = base.extend<object, { rbrowse: RbrowseOptions; rbrowseServer
     { scope: 'worker' },
   ],
   rbrowseSession: [
-    async ({ rbrowse, rbrowseServer: server }, use) => {
-      const session = (await (await api(server, 'POST', '/browsers', rbrowse.session ?? { headless: true })).json()) as RbrowseSession;
-      try {
-        await use(session);
-      } finally {
-        await api(server, 'DELETE', `/browsers/${session.session_id}`);
-      }
-    },
+    async ({ rbrowse, rbrowseServer: server }, use) => withSession(server, rbrowse.session ?? { headless: true }, use),
     { scope: 'worker' },
   ],
   browser: [
@@ -106,14 +110,7 @@ export const test = base.extend<object, { rbrowse: RbrowseOptions; rbrowseServer
  * suites that want nothing shared between tests, browser state included.
  */
 export const testWithFreshBrowser = test.extend<{ rbrowseTestSession: RbrowseSession }>({
-  rbrowseTestSession: async ({ rbrowse, rbrowseServer: server }, use) => {
-    const session = (await (await api(server, 'POST', '/browsers', rbrowse.session ?? { headless: true })).json()) as RbrowseSession;
-    try {
-      await use(session);
-    } finally {
-      await api(server, 'DELETE', `/browsers/${session.session_id}`);
-    }
-  },
+  rbrowseTestSession: async ({ rbrowse, rbrowseServer: server }, use) => withSession(server, rbrowse.session ?? { headless: true }, use),
   context: async ({ playwright, rbrowseTestSession, contextOptions, viewport }, use) => {
     const browser = await playwright.chromium.connectOverCDP(rbrowseTestSession.cdp_ws_url);
     try {
