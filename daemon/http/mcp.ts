@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { RbrowseClient } from '../../src/client.js';
+import { bearer } from './server.js';
 
 /**
  * The daemon's MCP endpoint (streamable HTTP, stateless: a server per request, as the SDK does it
@@ -16,9 +17,8 @@ export function mcpEndpoint(selfUrl: () => string) {
         import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
         import('../../src/mcp/server.js'),
       ]);
-      const key = /^Bearer\s+(\S+)/i.exec(request.headers.authorization ?? '')?.[1];
       const namesProject = request.headers['x-kernel-project-id'] !== undefined || request.headers['x-kernel-project'] !== undefined;
-      const server = mcpServer(new RbrowseClient(selfUrl(), key, namesProject ? request.org?.project_id : undefined));
+      const server = mcpServer(new RbrowseClient(selfUrl(), bearer(request), namesProject ? request.org?.project_id : undefined));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.raw.on('close', () => {
         void transport.close();

@@ -82,7 +82,8 @@ function makeValidators() {
     lazyValidator(schema, { ...base, coerceTypes: httpPart === 'body' ? false : 'array' });
 }
 
-function bearer(req: FastifyRequest): string | undefined {
+/** The request's Bearer token (an API key, or the admin token). */
+export function bearer(req: FastifyRequest): string | undefined {
   const header = req.headers.authorization;
   const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   return m?.[1];
