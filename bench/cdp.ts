@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { type RawData } from 'ws';
-import { findMarkedProcesses, sleep } from '../daemon/browser/procs.js';
+import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
 import type { TestDaemon } from '../test/helpers/daemon.js';
 
 interface Pending {

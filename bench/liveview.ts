@@ -24,7 +24,7 @@ import { intEnv, load, progress, runBench } from './lifecycle.js';
 import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { chromium, type Browser, type Page } from 'playwright';
-import { findMarkedProcesses, sleep } from '../daemon/browser/procs.js';
+import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
 import type { BrowserSession } from '../src/api/schemas.js';
 import { SUPPORTED_VIEWPORTS, formatViewport, type Viewport } from '../src/viewport.js';
 import type { TestDaemon } from '../test/helpers/daemon.js';

@@ -3,7 +3,7 @@ import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromiumArgs } from '../daemon/browser/chromium.js';
-import { killGroup, killMarked, markedEnv, within } from '../daemon/browser/procs.js';
+import { killGroup, killMarked, markedEnv, within } from '../daemon/lib/procs.js';
 
 /** A raw Chromium as the baseline runs it: its DevTools URL (on this host's loopback) and its end. */
 export interface RawBrowser {

@@ -1,7 +1,7 @@
 /**
  * What a state change costs once history has piled up: 10,000 finished invocations (and as many
  * ended sessions), then PATCH-like updates of one live record. "rbrowse" keeps the finished ones in
- * its histories (daemon/state/history.ts), as the daemon does; the floor is the same store and the
+ * its histories (daemon/lib/state/history.ts), as the daemon does; the floor is the same store and the
  * same durable writer with everything inline in the one document, as the daemon kept it before.
  * Also: what recording one more finished invocation costs in each layout.
  *
@@ -10,11 +10,11 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { History } from '../daemon/state/history.js';
-import { Store } from '../daemon/store.js';
-import type { InvocationRecord } from '../daemon/invocations/invocations.js';
+import { History } from '../daemon/lib/state/history.js';
+import { Store } from '../daemon/lib/state/store.js';
+import type { InvocationRecord } from '../daemon/apps/invocations.js';
 import type { SessionRecord } from '../daemon/sessions/record.js';
-import '../daemon/auth.js';
+import '../daemon/org/auth.js';
 import { summarize } from './stats.js';
 
 const arg = (name: string, fallback: number) => {

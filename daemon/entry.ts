@@ -1,4 +1,4 @@
-import { beginStartUp } from './start-up-tiering.js';
+import { beginStartUp } from './lib/start-up-tiering.js';
 
 // Before the daemon's modules load: see start-up-tiering.ts.
 beginStartUp();

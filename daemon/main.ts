@@ -3,10 +3,10 @@ import { open, readFile, rm, writeFile } from 'node:fs/promises';
 import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } from '../src/config.js';
 import { VERSION } from '../src/version.js';
 import { createDaemon } from './app.js';
-import { isAlive } from './browser/procs.js';
+import { isAlive } from './lib/procs.js';
 import { resolveChromium } from '../src/system-deps.js';
 import { parseStandby } from '../src/standby.js';
-import { endStartUp } from './start-up-tiering.js';
+import { endStartUp } from './lib/start-up-tiering.js';
 
 export interface RunOptions {
   host?: string;

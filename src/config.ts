@@ -19,7 +19,7 @@ export function homePaths(home: string) {
     logsDir: join(home, 'logs'),
     daemonLog: join(home, 'logs', 'daemon.log'),
     sessionsDir: join(home, 'sessions'),
-    /** Ended sessions and finished invocations, one JSON-lines file each (daemon/state/history.ts). */
+    /** Ended sessions and finished invocations, one JSON-lines file each (daemon/lib/state/history.ts). */
     historyDir: join(home, 'history'),
     profilesDir: join(home, 'profiles'),
     extensionsDir: join(home, 'extensions'),

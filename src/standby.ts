@@ -12,7 +12,7 @@ export interface StandbySet {
   entries: StandbyEntry[];
   /**
    * Up to this many more kinds are kept ready, one browser each, once creates keep asking for
-   * them (daemon/ready/standby.ts). 0: the set is exactly `entries`.
+   * them (daemon/sessions/ready/standby.ts). 0: the set is exactly `entries`.
    */
   learn: number;
 }

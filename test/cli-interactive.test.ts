@@ -10,7 +10,7 @@ import { sseEvents } from '../cli/sse.js';
 import type { FeedEvent, FeedSource, FeedState } from '../cli/watch/connection.js';
 import { Dashboard, type DashboardActions } from '../cli/watch/dashboard.js';
 import { countdown, visibleWindow } from '../cli/watch/model.js';
-import { isAlive } from '../daemon/browser/procs.js';
+import { isAlive } from '../daemon/lib/procs.js';
 import { CLI, ROOT, sleep, startTestDaemon, waitFor, type TestDaemon, sansUsage } from './helpers/daemon.js';
 import { TmuxTerminal } from './helpers/tmux.js';
 

@@ -9,7 +9,7 @@ import { execa } from 'execa';
 import type { CliResult as Result } from './helpers/daemon.js';
 import { CLI, ROOT, callApi, cleanEnv, startTestDaemon, type TestDaemon, sansUsage } from './helpers/daemon.js';
 import { installCommand, SYSTEM_DEPS } from '../src/system-deps.js';
-import { isAlive } from '../daemon/browser/procs.js';
+import { isAlive } from '../daemon/lib/procs.js';
 
 const PKG_VERSION: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
 const ID_RE = /^[a-z0-9]{24}$/;

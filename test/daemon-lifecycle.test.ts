@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { execa } from 'execa';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { callApi, cleanEnv, CLI, startTestDaemon, waitFor } from './helpers/daemon.js';
 
 test('daemon stop closes live sessions with Browser.close and leaves nothing behind', async () => {

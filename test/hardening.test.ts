@@ -3,12 +3,12 @@ import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { LaunchAdmission, type AdmissionLimits } from '../daemon/admission.js';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { LaunchAdmission, type AdmissionLimits } from '../daemon/sessions/admission.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { RateLimitError } from '../src/errors.js';
-import { History } from '../daemon/state/history.js';
-import { Store } from '../daemon/store.js';
-import { DurableJsonFile } from '../daemon/state/durable-file.js';
+import { History } from '../daemon/lib/state/history.js';
+import { Store } from '../daemon/lib/state/store.js';
+import { DurableJsonFile } from '../daemon/lib/state/durable-file.js';
 import { diskOf } from './helpers/box.js';
 import { killDaemonHard, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
 

@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import Kernel, { toFile } from '@onkernel/sdk';
 import { execa } from 'execa';
 import { chromium } from 'playwright';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { diskOf } from './helpers/box.js';
 import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser } from 'playwright';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { SUPPORTED_VIEWPORTS } from '../src/viewport.js';
 import { processesGone, sleep, startTestDaemon, upgradeStatus, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import Kernel, { ConflictError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { processesGone, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
 

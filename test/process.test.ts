@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type Kernel from '@onkernel/sdk';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { processesGone, sessionProcessesNamed, sleep, startSdkDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;

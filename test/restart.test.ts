@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { findMarkedProcesses, isAlive } from '../daemon/browser/procs.js';
+import { findMarkedProcesses, isAlive } from '../daemon/lib/procs.js';
 import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;

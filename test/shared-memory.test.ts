@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { killGroup } from '../daemon/browser/procs.js';
+import { killGroup } from '../daemon/lib/procs.js';
 import { sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 /** The System V shared memory segments of the caller's IPC namespace (the host's, for this test). */

@@ -6,7 +6,7 @@ import Kernel from '@onkernel/sdk';
 import { chromium, type Browser } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { forgetAfterMs, parseStandby } from '../src/standby.js';
 import { processesGone, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { STARTUP, V8_DEFAULTS } from '../daemon/start-up-tiering.js';
+import { STARTUP, V8_DEFAULTS } from '../daemon/lib/start-up-tiering.js';
 import { ROOT } from './helpers/daemon.js';
 
 test("the tiering thresholds put back after start-up are this Node's own V8 defaults, and start-up's are above them", () => {

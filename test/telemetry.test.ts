@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BadRequestError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
-import { resolveCategories } from '../daemon/telemetry/config.js';
+import { resolveCategories } from '../daemon/features/telemetry/config.js';
 import { waitFor } from './helpers/daemon.js';
 import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
 

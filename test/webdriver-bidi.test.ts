@@ -4,7 +4,7 @@ import { chromium } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
 import { readFile } from 'node:fs/promises';
-import { findMarkedProcesses } from '../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { upgradeStatus, waitFor } from './helpers/daemon.js';
 import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
 

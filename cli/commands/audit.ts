@@ -5,7 +5,7 @@ import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printList } from '../output.js';
 import { count } from '../arg-parsers.js';
-import { sinceTime } from '../../daemon/apps/event-log.js';
+import { sinceTime } from '../../daemon/lib/event-log.js';
 
 /** A time as RFC 3339, or a duration ago (30m, 24h, 7d): the parser of the follows' --since. */
 function when(value: string): string {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LineSplitter } from '../line-splitter.js';
+import { LineSplitter } from '../lib/line-splitter.js';
 import type { Box, BoxProcess } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';
 import { BOX_APP, BOX_NODE, BOX_RUNTIME } from '../box/box-spec.js';

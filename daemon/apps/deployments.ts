@@ -13,21 +13,21 @@ import {
 } from '../../src/api/deployments.js';
 import { BadRequestError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
-import { extractZip } from '../archive/unzip.js';
-import { removeTree } from '../fs-util.js';
-import { tarOf } from '../archive/tar-stream.js';
+import { extractZip } from '../lib/archive/unzip.js';
+import { removeTree } from '../lib/fs-util.js';
+import { tarOf } from '../lib/archive/tar-stream.js';
 import type { Box } from '../box/box.js';
 import type { Boxes } from '../box/boxes.js';
 import { BOX_APP } from '../box/box-spec.js';
-import { FileOps } from '../fs/file-ops.js';
+import { FileOps } from '../box/box-files.js';
 import { outputOf } from '../box/box-process.js';
 import { EventStream, type StreamEvent } from '../lib/sse.js';
-import { paginate, type ListPage } from '../paging.js';
-import type { OrgRecord } from '../org-records.js';
-import type { Store } from '../store.js';
+import { paginate, type ListPage } from '../lib/paging.js';
+import type { OrgRecord } from '../lib/owned-records.js';
+import type { Store } from '../lib/state/store.js';
 import { BuildError, buildNpmrc, installDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
 import { receiveDeploy } from './deploy-form.js';
-import { EventLog, sinceTime } from './event-log.js';
+import { EventLog, sinceTime } from '../lib/event-log.js';
 import { appBaseEnv } from './harness-command.js';
 
 export interface AppVersionRecord {
@@ -52,7 +52,7 @@ export interface DeploymentRecord {
   apps: AppVersionRecord[];
 }
 
-declare module '../store.js' {
+declare module '../lib/state/store.js' {
   interface State {
     deployments: DeploymentRecord[];
   }

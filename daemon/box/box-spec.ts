@@ -1,5 +1,5 @@
 import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
-import type { BoxSpec } from '../browser/launcher.js';
+import type { BoxSpec } from './launcher.js';
 import type { BoxLimits } from './limits.js';
 import type { BoxUids } from './uids.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
-import type { BoxEvents, BoxSpec } from '../browser/launcher.js';
+import type { BoxEvents, BoxSpec } from './launcher.js';
 import { descendants } from '../lib/proc-tree.js';
 import { BoxProcess, type BoxSpawnOptions, type ProcessExit } from './box-process.js';
 

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { open, readFile, readdir, rm } from 'node:fs/promises';
-import { isAlive, statFields } from '../browser/procs.js';
+import { isAlive, statFields } from '../lib/procs.js';
 
 /** Two host uids of one box: its agent's (root inside) and its user's (uid 1000 inside). */
 export interface BoxUids {

@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import WebSocket from 'ws';
 import type { Box, BoxProcess, ProcessExit } from '../box/box.js';
-import { within } from './procs.js';
+import { within } from '../lib/procs.js';
 
 /**
  * Where a browser's DevTools protocol is: its URL as programs inside its box use it, and a way for

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { Box } from '../box/box.js';
-import { within } from './procs.js';
+import { within } from '../lib/procs.js';
 
 export interface VncServer {
   pid: number;

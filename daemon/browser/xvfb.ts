@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Box, BoxProcess } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';
-import { sleep, within } from './procs.js';
+import { sleep, within } from '../lib/procs.js';
 
 /** The framebuffer every display gets: the largest supported viewport, so RANDR can resize within it. */
 export const MAX_SCREEN = { width: 2560, height: 1440 };

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BodyOf, OperationId, ParamsOf, QueryOf, ResponseOf } from '../../src/api/routes.js';
-import type { ApiKeyRecord } from '../auth.js';
-import type { Scope } from '../projects.js';
+import type { ApiKeyRecord } from '../org/key-record.js';
+import type { Scope } from '../org/projects.js';
 
 export interface HandlerContext<K extends OperationId> {
   params: ParamsOf<K>;

@@ -11,15 +11,15 @@ import { ApiError, BadRequestError, NotFoundError, ServiceUnavailableError, Unau
 import { refuseOnSocket } from './upgrades.js';
 import { type ConnectionGuard, createFrontDoorServer, type FrontDoorLimits, type HostCheck } from './front-door.js';
 import { VERSION } from '../../src/version.js';
-import type { Auth } from '../auth.js';
-import type { ApiKeyRecord } from '../auth.js';
-import type { OrgRecord } from '../org-records.js';
-import type { ProjectHeaders, Scope } from '../projects.js';
+import type { Auth } from '../org/auth.js';
+import type { ApiKeyRecord } from '../org/key-record.js';
+import type { OrgRecord } from '../lib/owned-records.js';
+import type { ProjectHeaders, Scope } from '../org/projects.js';
 import { toErrorReply } from './errors.js';
 import { formDoc } from './form-doc.js';
 import { lazily, lazyValidator } from '../lib/validators.js';
 import type { Handlers } from './handlers.js';
-import type { AnsweredRequest } from '../audit/answered-request.js';
+import type { AnsweredRequest } from '../org/audit/answered-request.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,5 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { statFields } from '../browser/procs.js';
+import { statFields } from './procs.js';
 
 /** Linux's USER_HZ: the unit of /proc/PID/stat's CPU times on every architecture Node runs on here. */
 const TICKS_PER_SECOND = 100;

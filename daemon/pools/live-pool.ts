@@ -1,6 +1,6 @@
 import type { BrowserPool } from '../../src/api/schemas.js';
 import type { PoolRecord } from './record.js';
-import type { Refill } from '../ready/refill.js';
+import type { Refill } from '../sessions/ready/refill.js';
 import { WaitQueue } from './waiters.js';
 
 /** The running side of one pool: which browsers it has, who waits, and when it may launch next. */

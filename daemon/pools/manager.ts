@@ -11,14 +11,14 @@ import type {
 import { LOCAL_REGION } from '../sessions/machine-size.js';
 import { ApiError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
-import { paginate, type ListPage } from '../paging.js';
+import { paginate, type ListPage } from '../lib/paging.js';
 import type { SessionManager } from '../sessions/manager.js';
-import type { OrgRecord } from '../org-records.js';
+import type { OrgRecord } from '../lib/owned-records.js';
 import type { PoolRecord } from './record.js';
 import type { SessionRecord } from '../sessions/record.js';
-import type { Store } from '../store.js';
+import type { Store } from '../lib/state/store.js';
 import { configFromCreate, configFromUpdate, defaultAcquireTimeoutMs, launchIntervalMs, sessionBody } from './config.js';
-import { Refill } from '../ready/refill.js';
+import { Refill } from '../sessions/ready/refill.js';
 import { LivePool } from './live-pool.js';
 
 export interface PoolManagerDeps {

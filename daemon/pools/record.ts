@@ -8,7 +8,7 @@ export interface PoolRecord {
   config: BrowserPoolConfig;
 }
 
-declare module '../store.js' {
+declare module '../lib/state/store.js' {
   interface State {
     pools: PoolRecord[];
   }

@@ -1,13 +1,10 @@
 import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
-import type { OrgRecord } from '../org-records.js';
+import type { OrgRecord } from '../lib/owned-records.js';
 import type { SessionRecord } from './record.js';
 import type { DevToolsEndpoint } from '../browser/chromium.js';
-import type { sessionDirs } from './live-session.js';
-// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
-import type { FileOps } from '../fs/file-ops.js';
+import type { SessionDirs } from './session-dirs.js';
+import type { FileOps } from '../box/box-files.js';
 import type { Box } from '../box/box.js';
-
-export type SessionDirs = ReturnType<typeof sessionDirs>;
 
 /** What a feature sees of a session while it launches. */
 export interface LaunchContext {

@@ -1,5 +1,4 @@
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { BackgroundPriority } from '../browser/background-priority.js';
 import type { LaunchClaim } from '../lib/launch-claim.js';
 import {
@@ -10,26 +9,20 @@ import {
   type ChromiumProcess,
   type DevToolsEndpoint,
 } from '../browser/chromium.js';
-import { sleep, within } from '../browser/procs.js';
+import { sleep, within } from '../lib/procs.js';
 import { ConflictError, NotFoundError } from '../../src/errors.js';
-// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
-import { SessionProcesses } from '../process/session-processes.js';
-// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
-import { SessionWatches } from '../fs/watches.js';
-// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
-import { BrowserCurl } from '../curl/browser-curl.js';
 import type { Display, DisplayAllocator } from '../browser/xvfb.js';
 import { startVncServer, type VncServer } from '../browser/vnc-server.js';
-import { removeTree } from '../fs-util.js';
-// biome-ignore lint/style/noRestrictedImports: known, LiveSession still builds its in-session services (ARCHITECTURE.md)
-import { FileOps } from '../fs/file-ops.js';
+import { removeTree } from '../lib/fs-util.js';
+import { FileOps } from '../box/box-files.js';
 import type { Box } from '../box/box.js';
 import type { Boxes } from '../box/boxes.js';
 import { BOX_USER } from '../box/box-spec.js';
 import { boxEnv } from '../box/box-env.js';
 import type { SessionRecord } from './record.js';
 import type { UpdateBrowserBody } from '../../src/api/schemas.js';
-import type { FeatureLaunch, SessionDirs } from './features.js';
+import type { FeatureLaunch } from './features.js';
+import { type SessionDirs, sessionDirs } from './session-dirs.js';
 
 export interface RuntimeDeps {
   home: string;
@@ -45,20 +38,6 @@ export interface RuntimeDeps {
 
 /** The browser's profile directory, inside its box. */
 export const USER_DATA_DIR = `${BOX_USER.home}/user-data`;
-
-/**
- * A session's directory on the daemon's side, never seen by the session: its Chromium's log and
- * what an upload is unpacked in before it goes into the box. Everything the session itself writes
- * is on its box's disk.
- */
-export function sessionDirs(sessionsDir: string, id: string) {
-  const root = join(sessionsDir, id);
-  return {
-    root,
-    // Chromium's log: GET .../logs/stream?source=supervisor.
-    chromiumLog: join(root, 'chromium.log'),
-  };
-}
 
 /**
  * Launches the session's Chromium with its features' flags, then runs their `started` hooks;
@@ -99,6 +78,14 @@ async function currentPageUrl(browser: DevToolsEndpoint): Promise<string | undef
 /** Sets up a session's features around the launch (see features.ts): they write into the box through `files`. */
 export type PrepareFeatures = (ctx: { dirs: SessionDirs; files: FileOps; box: Box }) => Promise<FeatureLaunch[]>;
 
+/** Something that acts inside one session and must end with it (see LiveSession.service). */
+export interface SessionService {
+  stop?(): void | Promise<void>;
+}
+
+/** Makes a session's service of one kind; the function itself names the kind. */
+export type ServiceKind<T extends SessionService> = (session: LiveSession) => T;
+
 /** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight, or a process running. */
 export type ClientKind = 'cdp' | 'viewer' | 'api';
 
@@ -111,9 +98,8 @@ export class LiveSession {
   private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0, api: 0 };
   private lastActivity = Date.now();
   private fileOps?: FileOps;
-  private processRunner?: SessionProcesses;
-  private fsWatches?: SessionWatches;
-  private browserCurl?: BrowserCurl;
+  /** The in-session services asked for so far, by kind, in the order they were made. */
+  private readonly services = new Map<ServiceKind<SessionService>, SessionService>();
   private stopping?: Promise<{ graceful: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
@@ -315,26 +301,18 @@ export class LiveSession {
     return this.fileOps;
   }
 
-  /** Processes run in this session (its box, its user); they end with it. */
-  get processes(): SessionProcesses {
-    this.processRunner ??= new SessionProcesses({
-      box: this.box,
-      display: this.display?.number,
-      hold: () => this.hold('api'),
-    });
-    return this.processRunner;
-  }
-
-  /** Filesystem watches inside this session; they end with it. */
-  get watches(): SessionWatches {
-    this.fsWatches ??= new SessionWatches((argv) => this.processes.helper(argv));
-    return this.fsWatches;
-  }
-
-  /** HTTP requests made by this session's browser (its hidden pages are kept between them). */
-  get curl(): BrowserCurl {
-    this.browserCurl ??= new BrowserCurl(() => this.chromium);
-    return this.browserCurl;
+  /**
+   * This session's service of a kind (its processes, its filesystem watches, its browser's curl):
+   * made on first use by the kind itself, so the session core knows none of them; each is stopped
+   * with the session, before its browser closes.
+   */
+  service<T extends SessionService>(kind: ServiceKind<T>): T {
+    let service = this.services.get(kind);
+    if (!service) {
+      service = kind(this);
+      this.services.set(kind, service);
+    }
+    return service as T;
   }
 
   /** This session's VNC server while it runs (headful sessions only). */
@@ -421,8 +399,12 @@ export class LiveSession {
       await this.restarting;
       for (const close of [...this.closers.keys()]) close();
       for (const f of this.features) f.stopping?.();
-      this.browserCurl?.close();
-      await this.processRunner?.stop();
+      // The last made first: a service may run on one made before it (fs watches on processes).
+      for (const service of [...this.services.values()].reverse()) {
+        await Promise.resolve(service.stop?.()).catch((err: unknown) =>
+          this.deps.log?.('session service failed at stop', { session: this.id, error: String(err) }),
+        );
+      }
       const graceful = await this.chromium.close();
       for (const f of this.features) {
         await f

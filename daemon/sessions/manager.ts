@@ -3,18 +3,18 @@ import type { LaunchClaim } from '../lib/launch-claim.js';
 import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
-import { paginate, type ListPage as Page } from '../paging.js';
-import type { OrgRecord } from '../org-records.js';
+import { paginate, type ListPage as Page } from '../lib/paging.js';
+import type { OrgRecord } from '../lib/owned-records.js';
 import type { SessionRecord } from './record.js';
-import type { Store } from '../store.js';
-import type { SessionTokens, TokenScope } from '../tokens.js';
+import type { Store } from '../lib/state/store.js';
+import type { SessionTokens, TokenScope } from './tokens.js';
 import type { FeatureLaunch, SessionFeature } from './features.js';
 import { LiveSession, type PrepareFeatures, type RuntimeDeps } from './live-session.js';
 import { navigate, warmUp } from '../browser/cdp-page.js';
-import { within } from '../browser/procs.js';
-import type { Standby } from '../ready/standby.js';
-import type { LaunchAdmission } from '../admission.js';
-import type { History } from '../state/history.js';
+import { within } from '../lib/procs.js';
+import type { Standby } from './ready/standby.js';
+import type { LaunchAdmission } from './admission.js';
+import type { History } from '../lib/state/history.js';
 import { CDP_PATH, WEBDRIVER_PATH } from './gateway-paths.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -34,9 +34,9 @@ export interface SessionManagerDeps {
   log: (msg: string, extra?: object) => void;
   /** What sessions may carry (profiles, extensions, proxies, stealth, invocations), run in this order. */
   features?: SessionFeature[];
-  /** Ready browsers a matching create takes instead of launching one (see daemon/ready/standby.ts). */
+  /** Ready browsers a matching create takes instead of launching one (see daemon/sessions/ready/standby.ts). */
   standby?: Pick<Standby, 'take' | 'takeLaunching'>;
-  /** Bounds the browser launches running at once (daemon/admission.ts); every launch takes a turn. */
+  /** Bounds the browser launches running at once (daemon/sessions/admission.ts); every launch takes a turn. */
   admission: Pick<LaunchAdmission, 'acquire'>;
 }
 

@@ -44,7 +44,7 @@ export interface SessionRecord {
   pool?: { id: string; name?: string };
 }
 
-declare module '../store.js' {
+declare module '../lib/state/store.js' {
   interface State {
     sessions: SessionRecord[];
   }

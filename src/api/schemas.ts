@@ -426,7 +426,7 @@ export const ReleasePoolSchema = Type.Object(
 export type ReleasePoolBody = Static<typeof ReleasePoolSchema>;
 
 // Filesystem inside a session (kernel-wire "Filesystem"). Absolute paths and `..` are checked by
-// the daemon (daemon/fs/paths.ts), so the message can say why a path is refused.
+// the daemon (daemon/in-session/fs/paths.ts), so the message can say why a path is refused.
 const FsPath = Type.String({ minLength: 1, maxLength: 4096, description: 'Absolute path as the browser sees it' });
 const OctalMode = Type.String({ pattern: '^[0-7]{3,4}$', description: 'Octal mode, e.g. 755' });
 

@@ -1,11 +1,11 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ProcessLauncher } from '../../daemon/browser/launcher.js';
+import { ProcessLauncher } from '../../daemon/box/launcher.js';
 import type { Box } from '../../daemon/box/box.js';
 import { outputOf } from '../../daemon/box/box-process.js';
 import { Boxes } from '../../daemon/box/boxes.js';
-import { FileOps } from '../../daemon/fs/file-ops.js';
+import { FileOps } from '../../daemon/box/box-files.js';
 
 /** A box of a session's kind, made as the daemon makes them, without a daemon: for tests of what runs in boxes. */
 export async function standaloneBox(): Promise<{

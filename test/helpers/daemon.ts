@@ -6,7 +6,7 @@ import Kernel from '@onkernel/sdk';
 import { execa } from 'execa';
 import WebSocket from 'ws';
 import { readFile } from 'node:fs/promises';
-import { findMarkedProcesses, isAlive } from '../../daemon/browser/procs.js';
+import { findMarkedProcesses, isAlive } from '../../daemon/lib/procs.js';
 import { homeDiskDirs } from '../../daemon/box/boxes.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;

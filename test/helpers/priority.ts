@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { findMarkedProcesses } from '../../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../../daemon/lib/procs.js';
 
 /** Whether the daemon lowers browsers launched ahead of demand here: autogroups on, and root to raise them again. */
 export async function lowersBackgroundLaunches(): Promise<boolean> {

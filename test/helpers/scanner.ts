@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { killGroup } from '../../daemon/browser/procs.js';
+import { killGroup } from '../../daemon/lib/procs.js';
 import { waitFor } from './daemon.js';
 
 /** What an attacker's scan found reachable: DevTools endpoints, VNC servers, X displays that let it in. */

@@ -1,7 +1,7 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { chromium, type Browser, type Page } from 'playwright';
 import { resolveChromium } from '../../src/system-deps.js';
-import { findMarkedProcesses } from '../../daemon/browser/procs.js';
+import { findMarkedProcesses } from '../../daemon/lib/procs.js';
 
 /** A second, headless Chromium that opens live-view URLs as a person's browser would. */
 export async function launchViewer(): Promise<Browser> {

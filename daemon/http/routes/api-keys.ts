@@ -1,5 +1,5 @@
-import type { ApiKeys } from '../../api-keys.js';
-import { sendPage } from '../../paging.js';
+import type { ApiKeys } from '../../org/api-keys.js';
+import { sendPage } from '../../lib/paging.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function apiKeyHandlers(

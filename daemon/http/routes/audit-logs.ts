@@ -1,4 +1,4 @@
-import type { AuditLog } from '../../audit/audit-log.js';
+import type { AuditLog } from '../../org/audit/audit-log.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function auditLogHandlers(audit: AuditLog): HandlerGroup<'listAuditLogs' | 'exportAuditLogs'> {

@@ -1,10 +1,10 @@
 import { BadRequestError } from '../../../src/errors.js';
-import { receiveSessionExtensions } from '../../extensions/ad-hoc.js';
-import { MAX_UPLOAD_BYTES } from '../../extensions/extensions.js';
+import { receiveSessionExtensions } from '../../features/extensions/ad-hoc.js';
+import { MAX_UPLOAD_BYTES } from '../../features/extensions/extensions.js';
 import { formParts } from '../../lib/form-entries.js';
-import { sendPage } from '../../paging.js';
+import { sendPage } from '../../lib/paging.js';
 import type { SessionManager } from '../../sessions/manager.js';
-import { Quotas } from '../../quotas.js';
+import { Quotas } from '../../org/quotas.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function browserHandlers(

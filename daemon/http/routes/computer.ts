@@ -1,4 +1,4 @@
-import type { ComputerControl } from '../../computer/computer.js';
+import type { ComputerControl } from '../../in-session/computer/computer.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function computerHandlers(

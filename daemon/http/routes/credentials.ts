@@ -1,6 +1,6 @@
-import type { Credentials } from '../../credentials/credentials.js';
-import type { CredentialProviders } from '../../credentials/providers.js';
-import { sendPage } from '../../paging.js';
+import type { Credentials } from '../../org/credentials/credentials.js';
+import type { CredentialProviders } from '../../org/credentials/providers.js';
+import { sendPage } from '../../lib/paging.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function credentialHandlers(

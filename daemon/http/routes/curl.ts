@@ -2,15 +2,16 @@ import type { CurlBody, CurlResult } from '../../../src/api/curl.js';
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../../src/errors.js';
-import { curlUrl, CURL_BODY_MAX, CURL_DEFAULT_TIMEOUT_MS } from '../../curl/browser-curl.js';
+import { curlUrl, CURL_BODY_MAX, CURL_DEFAULT_TIMEOUT_MS } from '../../in-session/curl/browser-curl.js';
 import type { LiveSession } from '../../sessions/live-session.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
+import { curlOf } from '../../in-session/curl/browser-curl.js';
 
 async function curl(session: LiveSession, body: CurlBody): Promise<CurlResult> {
   const release = session.hold('api');
   try {
-    const r = await session.curl.request({
+    const r = await curlOf(session).request({
       url: curlUrl('url', body.url),
       method: body.method ?? 'GET',
       headers: body.headers ?? {},
@@ -72,7 +73,7 @@ async function rawCurl(
     const type = request.headers['x-rbrowse-content-type'];
     if (typeof type === 'string') headers['content-type'] = type;
     const body = request.body ? await readAll(request.body as Readable, CURL_BODY_MAX) : undefined;
-    const r = await session.curl.request({
+    const r = await curlOf(session).request({
       url: curlUrl('url', query.url),
       method: request.method,
       headers,

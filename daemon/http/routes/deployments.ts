@@ -1,6 +1,6 @@
 import type { Deployments } from '../../apps/deployments.js';
 import { BadRequestError } from '../../../src/errors.js';
-import { sendPage } from '../../paging.js';
+import { sendPage } from '../../lib/paging.js';
 import type { HandlerGroup } from '../handlers.js';
 
 type DeploymentOps = 'createDeployment' | 'listDeployments' | 'getDeployment' | 'deleteDeployment' | 'followDeployment' | 'listApps';

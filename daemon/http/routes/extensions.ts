@@ -1,8 +1,8 @@
-import type { Extensions } from '../../extensions/extensions.js';
-import { fetchFromChromeStore, storeExtensionId } from '../../extensions/chrome-store.js';
-import { MAX_UPLOAD_BYTES } from '../../extensions/extensions.js';
+import type { Extensions } from '../../features/extensions/extensions.js';
+import { fetchFromChromeStore, storeExtensionId } from '../../features/extensions/chrome-store.js';
+import { MAX_UPLOAD_BYTES } from '../../features/extensions/extensions.js';
 import { BadRequestError } from '../../../src/errors.js';
-import { sendPage } from '../../paging.js';
+import { sendPage } from '../../lib/paging.js';
 import type { HandlerGroup } from '../handlers.js';
 
 type ExtensionOps =

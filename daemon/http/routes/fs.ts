@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream';
 import { BadRequestError } from '../../../src/errors.js';
-import { octalMode, sessionPath } from '../../fs/paths.js';
-import { uploadFiles, uploadZip } from '../../fs/upload.js';
+import { octalMode, sessionPath } from '../../in-session/fs/paths.js';
+import { uploadFiles, uploadZip } from '../../in-session/fs/upload.js';
 import { formParts } from '../../lib/form-entries.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 import { EventStream } from '../../lib/sse.js';
+import { watchesOf } from '../../in-session/fs/watches.js';
 
 type FsOps =
   | 'fsCreateDirectory'
@@ -67,18 +68,18 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
     fsWatchStart: ({ org, params, body, reply }) =>
       inSession(org, params.id, async (s) => {
         reply.code(201);
-        return { watch_id: await s.watches.start(sessionPath('path', body.path), body.recursive === true) };
+        return { watch_id: await watchesOf(s).start(sessionPath('path', body.path), body.recursive === true) };
       }),
     fsWatchEvents: ({ org, params, reply }) =>
       inSession(org, params.id, async (s) => {
-        const watch = s.watches.get(params.watch_id);
+        const watch = watchesOf(s).get(params.watch_id);
         const stream = new EventStream();
         // A reader is a connected client: the session stays active while one follows a watch.
         stream.onClose(s.hold('api', () => stream.end()));
         watch.read(stream);
         return stream.open(reply);
       }),
-    fsWatchStop: ({ org, params }) => inSession(org, params.id, async (s) => s.watches.stop(params.watch_id)),
+    fsWatchStop: ({ org, params }) => inSession(org, params.id, async (s) => watchesOf(s).end(params.watch_id)),
     fsWriteFile: ({ org, params, query, body }) =>
       inSession(org, params.id, (s) =>
         s.files.write(

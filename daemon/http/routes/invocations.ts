@@ -1,6 +1,6 @@
-import type { Invocations } from '../../invocations/invocations.js';
-import { sendPage } from '../../paging.js';
-import { Quotas } from '../../quotas.js';
+import type { Invocations } from '../../apps/invocations.js';
+import { sendPage } from '../../lib/paging.js';
+import { Quotas } from '../../org/quotas.js';
 import { EventStream } from '../../lib/sse.js';
 import type { HandlerGroup } from '../handlers.js';
 

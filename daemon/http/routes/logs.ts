@@ -1,4 +1,4 @@
-import { streamLogs } from '../../logs/log-stream.js';
+import { streamLogs } from '../../in-session/logs/log-stream.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 import { EventStream } from '../../lib/sse.js';

@@ -1,4 +1,4 @@
-import { executePlaywright } from '../../playwright/execute.js';
+import { executePlaywright } from '../../in-session/playwright/execute.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 import { clientGone } from './process.js';

@@ -1,6 +1,6 @@
-import { sendPage } from '../../paging.js';
+import { sendPage } from '../../lib/paging.js';
 import type { PoolManager } from '../../pools/manager.js';
-import { Quotas } from '../../quotas.js';
+import { Quotas } from '../../org/quotas.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function poolHandlers(

@@ -3,6 +3,7 @@ import { BadRequestError } from '../../../src/errors.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { EventStream } from '../../lib/sse.js';
 import type { HandlerGroup } from '../handlers.js';
+import { processesOf } from '../../in-session/process/session-processes.js';
 
 /**
  * Aborts when the client hangs up before its answer: what it started ends rather than running on
@@ -22,29 +23,29 @@ type ProcessOps = 'processExec' | 'processSpawn' | 'processStatus' | 'processStd
 export function processHandlers(sessions: SessionManager): HandlerGroup<ProcessOps> {
   const inSession = sessions.withSession.bind(sessions);
   return {
-    processExec: ({ org, params, body, reply }) => inSession(org, params.id, (s) => s.processes.exec(body, clientGone(reply))),
-    processSpawn: ({ org, params, body }) => inSession(org, params.id, (s) => s.processes.spawn(body)),
-    processStatus: ({ org, params }) => inSession(org, params.id, (s) => s.processes.get(params.process_id).status()),
+    processExec: ({ org, params, body, reply }) => inSession(org, params.id, (s) => processesOf(s).exec(body, clientGone(reply))),
+    processSpawn: ({ org, params, body }) => inSession(org, params.id, (s) => processesOf(s).spawn(body)),
+    processStatus: ({ org, params }) => inSession(org, params.id, (s) => processesOf(s).get(params.process_id).status()),
     processStdin: ({ org, params, body }) =>
       inSession(org, params.id, async (s) => {
         const data = Buffer.from(body.data_b64, 'base64');
         if (data.toString('base64').replace(/=+$/, '') !== body.data_b64.replace(/=+$/, ''))
           throw BadRequestError.field('data_b64', 'is not valid base64');
-        return { written_bytes: await s.processes.get(params.process_id).write(data) };
+        return { written_bytes: await processesOf(s).get(params.process_id).write(data) };
       }),
     processKill: ({ org, params, body }) =>
       inSession(org, params.id, async (s) => {
-        await s.processes.get(params.process_id).signal(body.signal);
+        await processesOf(s).get(params.process_id).signal(body.signal);
         return { ok: true };
       }),
     processResize: ({ org, params, body }) =>
       inSession(org, params.id, async (s) => {
-        await s.processes.get(params.process_id).resize(body.rows, body.cols);
+        await processesOf(s).get(params.process_id).resize(body.rows, body.cols);
         return { ok: true };
       }),
     processStdoutStream: ({ org, params, reply }) =>
       inSession(org, params.id, async (s) => {
-        const proc = s.processes.get(params.process_id);
+        const proc = processesOf(s).get(params.process_id);
         const stream = new EventStream();
         proc.subscribe(stream);
         return stream.open(reply);

@@ -1,5 +1,5 @@
-import { sendPage } from '../../paging.js';
-import type { Profiles } from '../../profiles/profiles.js';
+import { sendPage } from '../../lib/paging.js';
+import type { Profiles } from '../../features/profiles/profiles.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function profileHandlers(

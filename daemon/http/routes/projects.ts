@@ -1,5 +1,5 @@
-import { sendPage } from '../../paging.js';
-import type { Projects } from '../../projects.js';
+import { sendPage } from '../../lib/paging.js';
+import type { Projects } from '../../org/projects.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function projectHandlers(

@@ -1,5 +1,5 @@
-import { sendPage } from '../../paging.js';
-import type { Proxies } from '../../proxies/proxies.js';
+import { sendPage } from '../../lib/paging.js';
+import type { Proxies } from '../../features/proxies/proxies.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function proxyHandlers(

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import type { FastifyReply } from 'fastify';
-import type { ReplayRecorder } from '../../replays/recorder.js';
+import type { ReplayRecorder } from '../../features/replays/recorder.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 

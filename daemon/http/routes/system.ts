@@ -1,9 +1,9 @@
-import type { Auth } from '../../auth.js';
-import type { CdpGateway } from '../../cdp/gateway.js';
+import type { Auth } from '../../org/auth.js';
+import type { CdpGateway } from '../gateways/cdp.js';
 import type { HandlerGroup } from '../handlers.js';
-import type { Standby } from '../../ready/standby.js';
-import type { LaunchAdmission } from '../../admission.js';
-import { daemonResources } from '../../diagnostics.js';
+import type { Standby } from '../../sessions/ready/standby.js';
+import type { LaunchAdmission } from '../../sessions/admission.js';
+import { daemonResources } from '../../lib/diagnostics.js';
 import type { ConnectionGuard } from '../front-door.js';
 import type { WebsocketLimits } from '../websocket-limits.js';
 

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NotFoundError } from '../../../src/errors.js';
-import { sendPage } from '../../paging.js';
+import { sendPage } from '../../lib/paging.js';
 import type { SessionManager } from '../../sessions/manager.js';
-import type { Telemetry } from '../../telemetry/telemetry.js';
+import type { Telemetry } from '../../features/telemetry/telemetry.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function telemetryHandlers(

@@ -1,5 +1,5 @@
 import type { HandlerGroup } from '../handlers.js';
-import type { WatchFeed } from '../../watch/feed.js';
+import type { WatchFeed } from '../watch-feed.js';
 
 export function watchHandlers(feed: WatchFeed): HandlerGroup<'watch'> {
   return {

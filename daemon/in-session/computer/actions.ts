@@ -1,0 +1,109 @@
+import type {
+  ClickMouseBody,
+  ComputerAction,
+  DragMouseBody,
+  MoveMouseBody,
+  PressKeyBody,
+  ScreenshotBody,
+  ScrollBody,
+  TypeTextBody,
+} from '../../../src/api/schemas.js';
+import { BadRequestError } from '../../../src/errors.js';
+import { resolveCombo, resolveKeys } from './keys.js';
+import { checkPoint, clickPlan, dragPlan, movePlan, pressKeyPlan, scrollPlan, type Op, type Screen } from './plan.js';
+import type { Rect } from './backend.js';
+
+/*
+ * Request bodies to op plans: the checks the schema cannot make (screen bounds, key names, a
+ * scroll of nothing) answer 400 naming the field; defaults are the schema's, repeated here so a
+ * body that skipped validation (a batch built in code) means the same.
+ */
+
+export function dragOps(b: DragMouseBody, screen: Screen): Op[] {
+  const path = b.path.map((p, i) => {
+    if (p.length !== 2) throw BadRequestError.field(`path.${i}`, 'must be exactly [x, y]');
+    checkPoint(p[0]!, p[1]!, screen, `path.${i}`);
+    return [p[0]!, p[1]!] as const;
+  });
+  if (path.length < 2) throw BadRequestError.field('path', 'needs at least 2 points');
+  return dragPlan({
+    path,
+    button: b.button ?? 'left',
+    delay: b.delay ?? 0,
+    stepsPerSegment: b.steps_per_segment ?? 10,
+    stepDelayMs: b.step_delay_ms ?? 50,
+    keys: resolveKeys(b.hold_keys, 'hold_keys'),
+  });
+}
+
+export function scrollOps(b: ScrollBody, screen: Screen): Op[] {
+  checkPoint(b.x, b.y, screen, 'x');
+  const deltaX = b.delta_x ?? 0;
+  const deltaY = b.delta_y ?? 0;
+  if (!deltaX && !deltaY) throw BadRequestError.field('delta_y', 'delta_x and delta_y are both 0: nothing to scroll');
+  return scrollPlan({ x: b.x, y: b.y, deltaX, deltaY, keys: resolveKeys(b.hold_keys, 'hold_keys') });
+}
+
+export function clickOps(b: ClickMouseBody, screen: Screen): Op[] {
+  checkPoint(b.x, b.y, screen, 'x');
+  return clickPlan({
+    x: b.x,
+    y: b.y,
+    button: b.button ?? 'left',
+    clickType: b.click_type ?? 'click',
+    numClicks: b.num_clicks ?? 1,
+    keys: resolveKeys(b.hold_keys, 'hold_keys'),
+  });
+}
+
+export function moveOps(b: MoveMouseBody, screen: Screen): Op[] {
+  checkPoint(b.x, b.y, screen, 'x');
+  return movePlan({ x: b.x, y: b.y, keys: resolveKeys(b.hold_keys, 'hold_keys') });
+}
+
+export function typeOps(b: TypeTextBody): Op[] {
+  return [{ op: 'type', text: b.text, delayMs: b.delay ?? 12 }];
+}
+
+export function pressKeyOps(b: PressKeyBody): Op[] {
+  return pressKeyPlan({
+    combos: b.keys.map((combo, i) => resolveCombo(combo, `keys.${i}`)),
+    durationMs: b.duration ?? 0,
+    keys: resolveKeys(b.hold_keys, 'hold_keys'),
+  });
+}
+
+/** The screenshot rectangle: the whole screen, or a region wholly inside it. */
+export function screenshotRect(b: ScreenshotBody | undefined, screen: Screen): Rect {
+  const r = b?.region;
+  if (!r) return { x: 0, y: 0, width: screen.width, height: screen.height };
+  if (r.x + r.width > screen.width || r.y + r.height > screen.height) {
+    throw BadRequestError.field('region', `exceeds the ${screen.width}x${screen.height} screen`);
+  }
+  return { x: r.x, y: r.y, width: r.width, height: r.height };
+}
+
+/** One batch action as ops; its own parameters live in the field named by its type. */
+export function actionOps(a: ComputerAction, screen: Screen): Op[] {
+  const params = (a as Record<string, unknown>)[a.type];
+  if (params === undefined) throw BadRequestError.field(a.type, 'is required for this action type');
+  switch (a.type) {
+    case 'drag_mouse':
+      return dragOps(a.drag_mouse!, screen);
+    case 'scroll':
+      return scrollOps(a.scroll!, screen);
+    case 'click_mouse':
+      return clickOps(a.click_mouse!, screen);
+    case 'move_mouse':
+      return moveOps(a.move_mouse!, screen);
+    case 'type_text':
+      return typeOps(a.type_text!);
+    case 'press_key':
+      return pressKeyOps(a.press_key!);
+    case 'sleep':
+      return a.sleep!.duration_ms > 0 ? [{ op: 'sleep', ms: a.sleep!.duration_ms }] : [];
+    case 'set_cursor':
+      // Not input: the batch applies it itself (ComputerControl.cursor).
+      return [];
+  }
+}

@@ -1,0 +1,35 @@
+import { readdir } from 'node:fs/promises';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { children } from './proc-tree.js';
+
+/** How late the event loop ran its callbacks: every request waits at least this long. */
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
+
+/**
+ * What the daemon holds right now: memory, descriptors, Node's active handles by type and child
+ * processes. After sessions, pools, uploads and clients come and go, each must be back at its idle
+ * level (test/leaks.test.ts compares them round after round).
+ */
+export async function daemonResources(sessions: number, launcherPid?: number) {
+  const fds = await readdir('/proc/self/fd').catch(() => [] as string[]);
+  const resources: Record<string, number> = {};
+  for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1;
+  const memory = process.memoryUsage();
+  const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+  const delay = { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) };
+  // Each reading covers the time since the one before.
+  loopDelay.reset();
+  return {
+    event_loop_delay_ms: delay,
+    pid: process.pid,
+    rss_bytes: memory.rss,
+    heap_used_bytes: memory.heapUsed,
+    // readdir itself holds one descriptor while it reads.
+    open_fds: Math.max(0, fds.length - 1),
+    // The browser launcher is the daemon's for good; what it forked is the daemon's to end.
+    children: (await children(process.pid)).filter((pid) => pid !== launcherPid).length + (launcherPid ? (await children(launcherPid)).length : 0),
+    resources,
+    sessions,
+  };
+}
