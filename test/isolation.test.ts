@@ -12,12 +12,13 @@ import { after, before, describe, test } from 'node:test';
 import Kernel, { toFile } from '@onkernel/sdk';
 import { execa } from 'execa';
 import { chromium } from 'playwright';
-import { findMarkedProcesses } from '../daemon/lib/procs.js';
+import { spawn } from 'node:child_process';
+import { findMarkedProcesses, markedEnv } from '../daemon/lib/procs.js';
 import { diskOf } from './helpers/box.js';
 import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 import { startFixtureProxy, type FixtureProxy } from './helpers/forward-proxy.js';
-import { SCAN_SCRIPT, scanAsLocalUser, startExposedTargets, type Reach } from './helpers/scanner.js';
+import { reachedSessions, SCAN_SCRIPT, scanAsLocalUser, startExposedTargets, type Reach } from './helpers/scanner.js';
 import { listeningSockets } from './helpers/viewer.js';
 import { zipOf } from './helpers/zip.js';
 
@@ -352,9 +353,27 @@ describe('between sessions, apps and the host (lines 4-7)', () => {
         30_000,
         'the scan to see the raw x11vnc',
       ))!;
-      assert.deepEqual(local.devtools, [exposed.devtools], 'the raw Chromium, and no session');
-      assert.deepEqual(local.rfb, [exposed.rfb], 'the raw x11vnc, and no session');
-      assert.deepEqual(new Set(local.x.map(displayOf)), new Set([exposed.display]), 'the raw Xvfb (its abstract and file sockets), and no session');
+      // The controls are reached; nothing reached is a session's (what else the machine runs, a
+      // desktop's X server or a developer's own Chromium, is the host's and may be reached too).
+      assert.ok(local.x.map(displayOf).includes(exposed.display), `the raw Xvfb: ${JSON.stringify(local)}`);
+      assert.deepEqual(await reachedSessions(d.home, local), [], 'no session is reached');
+      // Control of that check: a listener marked as one of this daemon's sessions is reported.
+      const planted = spawn(
+        process.execPath,
+        ['-e', "require('net').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"],
+        {
+          env: markedEnv(d.home, 'planted'),
+          stdio: ['ignore', 'pipe', 'ignore'],
+        },
+      );
+      try {
+        let out = '';
+        planted.stdout!.on('data', (b: Buffer) => (out += b));
+        const port = Number(await waitFor(() => /^(\d+)\n/.exec(out)?.[1], 10_000, 'the planted listener'));
+        assert.match((await reachedSessions(d.home, { devtools: [port], rfb: [], x: [], ports: [] })).join(), /devtools/);
+      } finally {
+        planted.kill('SIGKILL');
+      }
 
       // Code in another organization's session: the host's loopback services reach it (raw
       // Chromium included), and its own browser; A's are not among them.
@@ -369,8 +388,8 @@ describe('between sessions, apps and the host (lines 4-7)', () => {
         30_000,
         "B's scan to reach the host's loopback",
       ))!;
-      assert.equal(inside.devtools.length, 2, `its own Chromium and the raw one, no other: ${JSON.stringify(inside)}`);
-      assert.deepEqual(inside.rfb, [exposed.rfb]);
+      assert.ok(inside.devtools.length >= 2, `its own Chromium and the raw one: ${JSON.stringify(inside)}`);
+      assert.deepEqual(await reachedSessions(d.home, inside), [], "no other session is reached from B (B's own port is in its own namespace)");
       assert.deepEqual(inside.x, [], 'no X display: B is headless, and the host and A have their own');
 
       // Nothing of A (its browser, display, VNC server, proxy forwarder) listens in the host's network.

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { killGroup } from '../../daemon/lib/procs.js';
+import { findMarkedProcesses, killGroup, parentOf } from '../../daemon/lib/procs.js';
 import { waitFor } from './daemon.js';
 
 /** What an attacker's scan found reachable: DevTools endpoints, VNC servers, X displays that let it in. */
@@ -145,4 +145,70 @@ export async function startExposedTargets(): Promise<{ devtools: number; rfb: nu
     await stop();
     throw err;
   }
+}
+
+/** Socket inodes of this network namespace: TCP listeners by port, Unix sockets by path (`@` for abstract ones). */
+async function socketInodes(): Promise<{ tcp: Map<number, string[]>; unix: Map<string, string[]> }> {
+  const tcp = new Map<number, string[]>();
+  const unix = new Map<string, string[]>();
+  const add = <K>(m: Map<K, string[]>, k: K, inode: string) => m.set(k, [...(m.get(k) ?? []), inode]);
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of (await readFile(file, 'utf8').catch(() => '')).split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // st 0A = LISTEN
+      if (f[3] === '0A') add(tcp, Number.parseInt(f[1]!.split(':')[1]!, 16), f[9]!);
+    }
+  }
+  for (const line of (await readFile('/proc/net/unix', 'utf8')).split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f[7]) add(unix, f[7], f[6]!);
+  }
+  return { tcp, unix };
+}
+
+/** The pids holding any of these socket inodes. */
+async function holders(inodes: string[]): Promise<number[]> {
+  const wanted = new Set(inodes.map((i) => `socket:[${i}]`));
+  const pids: number[] = [];
+  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
+    const fds = await readdir(`/proc/${pid}/fd`).catch(() => [] as string[]);
+    for (const fd of fds) {
+      if (wanted.has(await readlink(`/proc/${pid}/fd/${fd}`).catch(() => ''))) {
+        pids.push(Number(pid));
+        break;
+      }
+    }
+  }
+  return pids;
+}
+
+async function descendsFrom(pid: number, ancestors: Set<number>): Promise<boolean> {
+  for (let p = pid; p > 1; ) {
+    if (ancestors.has(p)) return true;
+    const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => '');
+    if (!stat) return false;
+    p = parentOf(stat);
+  }
+  return false;
+}
+
+/**
+ * What of a scan's reach is served by a daemon's sessions (by the processes that hold the sockets
+ * reached, and their ancestors' home markers): the attack must reach none. Endpoints of anything
+ * else on the machine (a desktop's X server, a developer's own Chromium) are the host's, not a
+ * session's, and are left out.
+ */
+export async function reachedSessions(home: string, reach: Reach): Promise<string[]> {
+  const marked = new Set(await findMarkedProcesses(home));
+  const { tcp, unix } = await socketInodes();
+  const endpoints: [string, string[]][] = [
+    ...reach.devtools.map((p): [string, string[]] => [`devtools :${p}`, tcp.get(p) ?? []]),
+    ...reach.rfb.map((p): [string, string[]] => [`rfb :${p}`, tcp.get(p) ?? []]),
+    ...reach.x.map((name): [string, string[]] => [`x ${name}`, unix.get(name) ?? []]),
+  ];
+  const found: string[] = [];
+  for (const [name, inodes] of endpoints) {
+    for (const pid of await holders(inodes)) if (await descendsFrom(pid, marked)) found.push(`${name} (pid ${pid})`);
+  }
+  return found;
 }
