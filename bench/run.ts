@@ -1,17 +1,19 @@
 /**
  * rbrowse against raw Chromium on the same machine: session create (from a standby browser and
  * cold), a full client cycle with its phases, CDP round trips through the gateway, a burst of
- * sessions, CLI start-up and the daemon's own footprint. The machine is shared and noisy, so
+ * sessions, back-to-back cycles as a test suite makes them, CLI start-up and the daemon's own
+ * footprint. The machine is shared and noisy, so
  * what matters is the ratio of each pair of runs, which are interleaved to spread the noise.
  *
  * Goals are informational: the exit code is 0 whether they pass or not, non-zero only on errors.
- * Sample counts: BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS, BENCH_BURST, BENCH_CLI_RUNS,
+ * Sample counts: BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS, BENCH_BURST, BENCH_BURST_CYCLES, BENCH_CLI_RUNS,
  * BENCH_LOAD_ROUNDS, BENCH_LOAD_MS.
  */
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { type BurstRun, burstRun, renderBursts } from './burst.js';
 import { cliStartup, footprint, loadRound, type LoadRound } from './footprint.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
 import {
@@ -40,6 +42,7 @@ const CONFIG = {
   warmupCalls: 200,
   burst: intEnv('BENCH_BURST', 30),
   burstConcurrency: 5,
+  burstCycles: intEnv('BENCH_BURST_CYCLES', 30),
   cliRuns: intEnv('BENCH_CLI_RUNS', 10),
   loadRounds: intEnv('BENCH_LOAD_ROUNDS', 3),
   loadMs: intEnv('BENCH_LOAD_MS', 15_000),
@@ -118,7 +121,10 @@ async function rawBurst(ctx: BenchContext): Promise<number> {
 
 const PHASES = ['create', 'connect', 'goto', 'close', 'delete'] as const;
 
-async function measure({ cold, warm }: Contexts): Promise<{ rows: Comparison[]; rounds: LoadRound[]; idle: { cold: number; warm: number } }> {
+async function measure({
+  cold,
+  warm,
+}: Contexts): Promise<{ rows: Comparison[]; bursts: BurstRun[]; rounds: LoadRound[]; idle: { cold: number; warm: number } }> {
   // Idle first, before anything has run in them.
   const idle = { cold: (await footprint(cold.daemon)).rssMiB, warm: (await footprint(warm.daemon)).rssMiB };
 
@@ -139,6 +145,12 @@ async function measure({ cold, warm }: Contexts): Promise<{ rows: Comparison[]; 
   progress(`burst: ${CONFIG.burst} headless sessions ${CONFIG.burstConcurrency} at a time, 3 per side`);
   await standbyReady(warm.daemon);
   const [bursts, rawBursts] = await interleave(0, 3, [() => sessionBurst(warm), () => rawBurst(cold)]);
+
+  const backToBack: BurstRun[] = [];
+  for (const workMs of [0, 300]) {
+    for (const clients of [1, 2])
+      backToBack.push(await burstRun({ raw: cold.raw, pageUrl: cold.pageUrl, cycles: CONFIG.burstCycles, clients, workMs }));
+  }
 
   progress(`cli: ${CONFIG.cliRuns} runs of rbrowse --version, rbrowse ls and node -e 0`);
   const cli = await cliStartup(cold.daemon, CONFIG.cliRuns);
@@ -176,7 +188,7 @@ async function measure({ cold, warm }: Contexts): Promise<{ rows: Comparison[]; 
     { metric: 'rbrowse --version vs node -e 0', unit: 'ms', rbrowse: summarize(cli.version), raw: summarize(cli.node), maxP50: 150 },
     { metric: 'rbrowse ls vs node -e 0', unit: 'ms', rbrowse: summarize(cli.ls), raw: summarize(cli.node), maxP50: 150 },
   ];
-  return { rows, rounds, idle };
+  return { rows, bursts: backToBack, rounds, idle };
 }
 
 function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): void {
@@ -189,6 +201,11 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
     const extra = (c: Comparison) => Math.round((c.rbrowse.p50 - c.raw.p50) * 1000);
     console.log(`\nper CDP call at p50: the gateway adds ${extra(gateway)} µs, a bare TCP splice ${extra(splice)} µs`);
   }
+  console.log(
+    `\nback-to-back create -> connect -> goto -> (page work) -> disconnect -> delete, no gap; a fresh daemon with the default standby set per run;`,
+  );
+  console.log('cycle times leave the page work out; raw = the same cycles on raw Chromium, same concurrency, same run');
+  console.log(renderBursts(r.bursts));
   console.log(`\ndaemon RSS idle: ${r.idle.cold.toFixed(0)} MiB (standby off), ${r.idle.warm.toFixed(0)} MiB (default standby); goal <= 80 MiB`);
   console.log('load rounds (8 API clients reading/PATCHing, 2 creating and deleting sessions; after a 3 s settle):');
   console.log('round  RSS (anon) MiB  fds  sessions  read p50 / p99 ms  requests by status');

@@ -51,6 +51,19 @@ export const HealthSchema = Type.Object({
       },
     ),
   ),
+  standby_served: Type.Optional(
+    Type.Object(
+      {
+        creates: Type.Integer({ minimum: 0 }),
+        from_ready: Type.Integer({ minimum: 0 }),
+        from_launch: Type.Integer({ minimum: 0 }),
+      },
+      {
+        description:
+          'Since the daemon started: the creates a standby browser could serve, and how many one served, ready or still launching (the rest launched a browser of their own)',
+      },
+    ),
+  ),
   launches: Type.Optional(
     Type.Object(
       {
@@ -197,6 +210,18 @@ export const BrowserPoolRefSchema = Type.Object({
   id: Type.String({ description: 'Browser pool id' }),
   name: Type.Optional(Type.String({ description: 'Browser pool name, if set' })),
 });
+
+export const LiveViewSchema = Type.Object(
+  {
+    url: Type.String({ description: 'The live view: watch the browser and take control of it' }),
+    read_only_url: Type.String({ description: 'The same view without input, on a jwt of its own (safe to share)' }),
+    kind: Type.Union([Type.Literal('vnc'), Type.Literal('screencast')], {
+      description: "vnc: a headful session's screen (its browser_live_view_url); screencast: a headless session's page, as CDP screencast frames",
+    }),
+  },
+  { description: "A running session's live view, headless sessions included" },
+);
+export type LiveView = Static<typeof LiveViewSchema>;
 
 export const BrowserSessionSchema = Type.Object(
   {

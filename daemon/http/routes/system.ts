@@ -11,7 +11,7 @@ export function systemHandlers(
   auth: Auth,
   gateway: CdpGateway,
   publicUrl: () => string,
-  standby: Pick<Standby, 'counts' | 'budget'>,
+  standby: Pick<Standby, 'counts' | 'budget' | 'served'>,
   admission: Pick<LaunchAdmission, 'stats'>,
   sessionCount: () => number,
   launcherPid: () => number | undefined,
@@ -19,7 +19,13 @@ export function systemHandlers(
   websockets: Pick<WebsocketLimits, 'stats'>,
 ): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey' | 'adminResources'> {
   return {
-    health: () => ({ status: 'ok' as const, standby: standby.counts(), standby_burst: standby.budget(), launches: admission.stats() }),
+    health: () => ({
+      status: 'ok' as const,
+      standby: standby.counts(),
+      standby_burst: standby.budget(),
+      standby_served: standby.served(),
+      launches: admission.stats(),
+    }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
     adminResources: async () => ({
       ...(await daemonResources(sessionCount(), launcherPid())),

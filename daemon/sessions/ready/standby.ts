@@ -63,6 +63,7 @@ export class Standby {
   private readonly learned = new Map<string, { entry: StandbyEntry; asked: number; readyAt?: number }>();
   /** Kinds with a launch under way, each with its claim and, once claimed, where its browser goes. */
   private readonly launching = new Map<string, InFlight>();
+  private readonly tally = { creates: 0, from_ready: 0, from_launch: 0 };
   /** When creates asked for kinds outside the set, by kind (within LEARN_WINDOW_MS). */
   private readonly misses = new Map<string, number[]>();
   private forgetTimer?: NodeJS.Timeout;
@@ -157,6 +158,11 @@ export class Standby {
   }
 
   /** The burst budget and what of it the kinds kept for bursts now take (GET /health). */
+  /** Since the daemon started: creates a standby browser could serve, and how many one did. */
+  served(): { creates: number; from_ready: number; from_launch: number } {
+    return { ...this.tally };
+  }
+
   budget(): { burst_budget_mb: number; burst_used_mb: number; burst_hold_seconds: number } {
     return { burst_budget_mb: this.deps.burst.budgetMb, burst_used_mb: this.burstUsedMb(), burst_hold_seconds: this.deps.burst.holdMs / 1000 };
   }
@@ -167,6 +173,7 @@ export class Standby {
    */
   take(headless: boolean, viewport: Viewport): LiveSession | undefined {
     const key = standbyKey(headless, viewport);
+    this.tally.creates++;
     const learnedNow = this.asked(key, headless, viewport);
     this.followDemand(key, headless);
     const list = this.ready.get(key);
@@ -178,6 +185,7 @@ export class Standby {
       if (!next.isStopping && next.chromium.running) session = next;
       else this.retire(next);
     }
+    if (session) this.tally.from_ready++;
     if (session || learnedNow) this.refillSoon();
     return session;
   }
@@ -191,7 +199,10 @@ export class Standby {
     const launch = this.launching.get(standbyKey(headless, viewport));
     if (!launch || launch.claim.claimed || this.closed) return undefined;
     launch.claim.claim();
-    return new Promise((resolve) => (launch.claimer = resolve));
+    return new Promise<LiveSession | undefined>((resolve) => (launch.claimer = resolve)).then((session) => {
+      if (session) this.tally.from_launch++;
+      return session;
+    });
   }
 
   /** Stops every standby browser, and waits for the launch under way. */
