@@ -207,13 +207,19 @@ describe('live view', () => {
     assert.equal(live.exitCode, 0, live.stderr);
     assert.equal(live.stdout.trim(), url);
     const ro = await d.cli(['live', id, '--no-open', '--read-only']);
-    assert.equal(ro.stdout.trim(), `${url}&readOnly=true`);
+    // The read-only view runs on a jwt of its own, so a shared read-only link cannot be made a controlling one.
+    assert.match(ro.stdout.trim(), /\/browser\/live\?jwt=[^&]+&readOnly=true$/);
+    assert.notEqual(new URL(ro.stdout.trim()).searchParams.get('jwt'), new URL(url!).searchParams.get('jwt'));
     assert.equal((await fetch(live.stdout.trim())).status, 200);
+    assert.equal((await fetch(ro.stdout.trim())).status, 200);
+    // A headless session's view is asked for: its object has no URL, live prints one.
     const headless = await d.cli(['create', '--headless', '--json']);
     const hid = JSON.parse(headless.stdout).session_id;
-    const none = await d.cli(['live', hid, '--no-open']);
-    assert.notEqual(none.exitCode, 0);
-    assert.match(none.stderr, /headless/);
+    assert.equal(JSON.parse(headless.stdout).browser_live_view_url, undefined);
+    const screencast = await d.cli(['live', hid, '--no-open']);
+    assert.equal(screencast.exitCode, 0, screencast.stderr);
+    assert.match(screencast.stdout.trim(), /\/browser\/live\?jwt=/);
+    assert.equal((await fetch(screencast.stdout.trim())).status, 200);
     await d.cli(['rm', id, hid]);
   });
 
@@ -249,6 +255,106 @@ describe('live view', () => {
       assert.match((await view.textContent('#status')) ?? '', /ended/);
     } finally {
       await view.close();
+    }
+  });
+});
+
+describe('live view of a headless session', () => {
+  /** RGBA of the screencast canvas at page coordinates (a string script: no bundler helpers in the page). */
+  const screencastPixels = (page: import('playwright').Page, points: [number, number][]) =>
+    page.evaluate(
+      `(() => { const c = document.getElementById('screen'); const ctx = c.getContext('2d');
+        return ${JSON.stringify(points)}.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data)); })()`,
+    ) as Promise<number[][]>;
+
+  test('shows the page as screencast frames, takes clicks, the wheel and keys, and read-only takes none', async () => {
+    const s = await create({ headless: true, viewport: { width: 1024, height: 768 } });
+    assert.equal(s.browser_live_view_url, undefined, "a headless session's object stays as it is");
+    const lv = await d.api('GET', `/browsers/${s.session_id}/live_view`);
+    assert.equal(lv.status, 200, lv.text);
+    assert.equal(lv.body.kind, 'screencast');
+    const otherKey = (await d.cli(['auth', 'create-key', '--org', 'screencast-other'])).stdout.trim();
+    assert.equal((await d.api('GET', `/browsers/${s.session_id}/live_view`, undefined, otherKey)).status, 404, "another organization's session");
+    const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
+    const page = cdp.contexts()[0]!.pages()[0]!;
+    await page.goto(`${fixtures.url}/liveview.html`);
+    // The page's own size (a headless window's page is shorter than its window): a viewer window
+    // of that size shows it 1:1, so the viewer's points are the page's.
+    const [w, h] = (await page.evaluate(() => [innerWidth, innerHeight])) as [number, number];
+    const view = await openLiveView(viewer, lv.body.url, { width: w, height: h });
+    try {
+      const quadrants: [number, number][] = [
+        [w / 4, h / 4],
+        [(3 * w) / 4, h / 4],
+        [w / 4, (3 * h) / 4],
+        [(3 * w) / 4, (3 * h) / 4],
+      ];
+      const colours = [
+        [220, 40, 40],
+        [40, 180, 60],
+        [40, 80, 220],
+        [240, 200, 30],
+      ];
+      await waitFor(
+        async () => (await screencastPixels(view, quadrants)).every((px, i) => close(px, colours[i]!, 16)),
+        15_000,
+        'the four quadrants on the canvas',
+      );
+
+      const events = async (type: string) => ((await page.evaluate(() => (window as any).events)) as any[]).filter((e) => e.type === type);
+      await view.mouse.click(300, 200);
+      const clicks = await waitFor(async () => ((await events('click')).length ? events('click') : null), 5000, 'the click to arrive');
+      assert.deepEqual(clicks, [{ type: 'click', x: 300, y: 200, trusted: true, buttons: 0 }]);
+      await view.mouse.wheel(0, 120);
+      await waitFor(async () => (await events('wheel')).length > 0, 5000, 'the wheel to arrive');
+      await view.keyboard.type('hi');
+      const keys = await waitFor(async () => ((await events('keydown')).length >= 2 ? events('keydown') : null), 5000, 'the keys to arrive');
+      assert.deepEqual(
+        keys!.map((k) => [k.key, k.trusted]),
+        [
+          ['h', true],
+          ['i', true],
+        ],
+      );
+
+      const readOnly = await openLiveView(viewer, lv.body.read_only_url, { width: w, height: h });
+      await readOnly.mouse.click(700, 500);
+      await readOnly.keyboard.type('x');
+      await sleep(1000);
+      assert.equal((await events('click')).length, 1, 'a read-only viewer sends no input');
+      assert.equal((await events('keydown')).length, 2);
+      await readOnly.close();
+
+      // The view follows what the browser shows: a page navigated to another colour shows it.
+      await page.setContent('<body style="margin:0;background:rgb(30,160,170)"></body>');
+      await waitFor(
+        async () => close((await screencastPixels(view, [[w / 2, h / 2]]))[0]!, [30, 160, 170], 16),
+        10_000,
+        'the new page on the canvas',
+      );
+    } finally {
+      await view.close();
+      await cdp.close();
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+    }
+  });
+
+  test('a viewer keeps a headless session alive past its timeout, and is told when it ends', async () => {
+    const s = await create({ headless: true, viewport: { width: 1024, height: 768 }, timeout_seconds: 10 });
+    const lv = (await d.api('GET', `/browsers/${s.session_id}/live_view`)).body;
+    const watcher = await openLiveView(viewer, lv.url);
+    try {
+      const isDeleted = async () => Boolean((await d.api('GET', `/browsers/${s.session_id}?include_deleted=true`)).body.deleted_at);
+      await sleep(15_000);
+      assert.equal(await isDeleted(), false, 'a watched session does not time out');
+      assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
+      await waitFor(
+        async () => (await watcher.evaluate(() => document.body.dataset.state)) === 'ended',
+        15_000,
+        'the viewer to say the session ended',
+      );
+    } finally {
+      await watcher.close();
     }
   });
 });

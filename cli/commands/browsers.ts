@@ -217,13 +217,13 @@ export function openInDesktopBrowser(url: string): boolean {
 
 export function liveCommand(): Command {
   const cmd = new Command('live')
-    .description('print the live view URL of a headful session, and open it in a desktop browser')
+    .description('print the live view URL of a session (headless ones too), and open it in a desktop browser')
     .argument('<id>', 'session id or name')
     .option('--no-open', 'only print the URL')
     .option('--read-only', 'a view without input')
     .addHelpText('after', '\nExample:\n  rbrowse live my-session --no-open')
     .action(async (id: string, o, cmd: Command) => {
-      const s = await (await clientFor(cmd)).call('getBrowser', { params: { id }, query: {} }).catch((err: unknown) => {
+      const view = await (await clientFor(cmd)).call('getLiveView', { params: { id } }).catch((err: unknown) => {
         // The usual reason a session a user just made is gone: it timed out with no client connected.
         if (err instanceof ApiCallError && err.status === 404) {
           throw new ApiCallError(404, {
@@ -233,10 +233,9 @@ export function liveCommand(): Command {
         }
         throw err;
       });
-      if (!s.browser_live_view_url) throw new Error(`session ${s.session_id} is headless: it has no live view`);
-      const url = o.readOnly ? `${s.browser_live_view_url}&readOnly=true` : s.browser_live_view_url;
+      const url = o.readOnly ? view.read_only_url : view.url;
       process.stdout.write(`${url}\n`);
       if (o.open) openInDesktopBrowser(url);
     });
-  return covers(cmd, 'getBrowser');
+  return covers(cmd, 'getLiveView');
 }

@@ -1,4 +1,4 @@
-import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, LiveView as LiveViewUrls, UpdateBrowserBody } from '../../src/api/schemas.js';
 import type { LaunchClaim } from '../lib/launch-claim.js';
 import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
@@ -45,11 +45,14 @@ const NO_ORG: OrgRecord = { id: '', name: '', created_at: '' };
 
 export type ListPage = Page<BrowserSession>;
 
-/** A session's jwts: the cdp_ws_url one, and for a headful session the live view's and its read-only view's. */
+/**
+ * A session's jwts: the cdp_ws_url one, the live view's and its read-only view's (a headless
+ * session's live view is asked for: its object carries no browser_live_view_url).
+ */
 interface Jwts {
   cdp: string;
-  live?: string;
-  view?: string;
+  live: string;
+  view: string;
 }
 
 /** What a session is made for besides its HTTP body: pools create theirs through this. */
@@ -259,9 +262,8 @@ export class SessionManager {
 
   private async derive(record: SessionRecord): Promise<Jwts> {
     const at = new Date(record.created_at);
-    const cdp = await this.deps.tokens.sign(record.id, record.org_id, 'cdp', at);
-    if (record.headless) return { cdp };
-    const [live, view] = await Promise.all([
+    const [cdp, live, view] = await Promise.all([
+      this.deps.tokens.sign(record.id, record.org_id, 'cdp', at),
       this.deps.tokens.sign(record.id, record.org_id, 'live', at),
       this.deps.tokens.sign(record.id, record.org_id, 'view', at),
     ]);
@@ -499,9 +501,25 @@ export class SessionManager {
     return session;
   }
 
-  /** The read-only live view's jwt of a running headful session. */
+  /** The read-only live view's jwt of a running session. */
   viewToken(sessionId: string): string | undefined {
     return this.jwts.get(sessionId)?.view;
+  }
+
+  private liveUrl(jwt: string, readOnly = false): string {
+    return `${this.deps.publicUrl()}/browser/live?jwt=${jwt}${readOnly ? '&readOnly=true' : ''}`;
+  }
+
+  /**
+   * The live view of the org's running session, headless ones included: noVNC for a headful
+   * session (its browser_live_view_url), CDP screencast frames for a headless one.
+   */
+  async liveView(org: OrgRecord, idOrName: string): Promise<LiveViewUrls> {
+    const id = this.liveIdOf(org, idOrName);
+    const jwts = id && this.jwts.get(id);
+    if (!id || !jwts) throw new NotFoundError(`browser session ${JSON.stringify(idOrName)} not found or ended`);
+    const headless = this.liveSession(id)!.display === undefined;
+    return { url: this.liveUrl(jwts.live), read_only_url: this.liveUrl(jwts.view, true), kind: headless ? 'screencast' : 'vnc' };
   }
 
   /** The id of the org's running session of this id or name, if there is one. */
@@ -661,7 +679,7 @@ export class SessionManager {
       webdriver_ws_url: `${ws}${WEBDRIVER_PATH}?jwt=${jwts.cdp}`,
       // The SDK routes curl (and browser.fetch) to base_url + /curl with the jwt, as to a Kernel VM.
       base_url: `${this.deps.publicUrl()}/browser`,
-      ...(jwts.live ? { browser_live_view_url: `${this.deps.publicUrl()}/browser/live?jwt=${jwts.live}` } : {}),
+      ...(r.headless ? {} : { browser_live_view_url: this.liveUrl(jwts.live) }),
       headless: r.headless,
       stealth: r.stealth,
       timeout_seconds: r.timeout_seconds,

@@ -77,6 +77,15 @@ export const routes = {
     params: S.IdParamsSchema,
     success: NoContent,
   },
+  getLiveView: {
+    method: 'GET',
+    url: '/browsers/:id/live_view',
+    auth: 'key',
+    summary: "A running session's live view URLs, headless sessions included (their object carries no browser_live_view_url)",
+    tag: 'browsers',
+    params: S.IdParamsSchema,
+    success: { status: 200, body: S.LiveViewSchema },
+  },
   loadBrowserExtensions: {
     method: 'POST',
     url: '/browsers/:id/extensions',

@@ -180,14 +180,12 @@ const setupProfile: McpTool = {
 
 const liveViewUrl: McpTool = {
   name: 'get_live_view_url',
-  description: "The URL of a headful session's live view, where a person watches and takes control of the browser.",
+  description:
+    "The URL of a session's live view, where a person watches and takes control of the browser (a headless session's too: its page as a screencast).",
   inputSchema: { type: 'object', properties: { session_id: sessionId }, required: ['session_id'], additionalProperties: false },
   annotations: { readOnlyHint: true, openWorldHint: false },
   async run(client, input) {
-    const browser = await client.call('getBrowser', { params: { id: String(input.session_id) } });
-    if (!browser.browser_live_view_url)
-      return { isError: true, content: [{ type: 'text', text: 'a headless session has no live view; create the browser with headless: false' }] };
-    return text(browser.browser_live_view_url);
+    return text((await client.call('getLiveView', { params: { id: String(input.session_id) } })).url);
   },
 };
 

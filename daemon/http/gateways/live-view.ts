@@ -14,8 +14,9 @@ import type { SessionManager } from '../../sessions/manager.js';
 import type { SessionTokens } from '../../sessions/tokens.js';
 import type { Telemetry } from '../../features/telemetry/telemetry.js';
 import { sleep } from '../../lib/procs.js';
-import { liveViewPage } from './live-view-page.js';
+import { liveViewPage, screencastPage } from './live-view-page.js';
 import { RfbPacer } from './rfb-pacer.js';
+import { Screencast } from './screencast.js';
 
 export const LIVE_PATH = '/browser/live';
 /** How long a viewer refused by ws may take to take its close frame before it is cut. */
@@ -47,7 +48,9 @@ function frameAncestors(env: NodeJS.ProcessEnv = process.env): string {
 
 /**
  * browser_live_view_url: the noVNC page, its status probe, and the websocket that bridges a
- * viewer to the session's x11vnc, inside its box. Each viewer holds the session active.
+ * viewer to the session's x11vnc, inside its box; for a headless session (no display), the same
+ * URL shows the page as CDP screencast frames and sends input back over CDP (screencast.ts).
+ * Each viewer holds the session active.
  * `readOnly=true` is the server's to enforce: the page moves to the session's read-only jwt (so a
  * shared read-only link cannot be turned back into a controlling one), and a read-only viewer's
  * input never reaches x11vnc.
@@ -85,7 +88,7 @@ export class LiveView {
         .header('cache-control', 'no-store')
         .header('content-security-policy', `frame-ancestors ${this.frameAncestors}`)
         .header('referrer-policy', 'no-referrer')
-        .send(liveViewPage(NOVNC_PREFIX));
+        .send(session.display ? liveViewPage(NOVNC_PREFIX) : screencastPage());
     });
     app.get(`${LIVE_PATH}/status`, { config: { auth: 'session-jwt' }, schema: { ...jwtQuery, hide: true } }, async (req) => {
       const jwt = (req.query as { jwt?: string }).jwt;
@@ -101,6 +104,7 @@ export class LiveView {
     this.deps.origins.check(req.headers.origin, { host: req.headers.host, sameOrigin: true });
     const { session, readOnly: viewToken } = await this.sessionFor(url.searchParams.get('jwt'));
     const readOnly = viewToken || url.searchParams.get('readOnly') === 'true';
+    if (!session.display) return this.screencast(req, socket, head, session, readOnly);
     // Between an x11vnc exit and its restart there is nothing to bridge to; the viewer retries.
     const server = session.vncServer;
     if (!server) throw new ServiceUnavailableError('the live view is restarting');
@@ -122,17 +126,61 @@ export class LiveView {
     this.wss.handleUpgrade(req, socket, head, (viewer) => this.bridge(session, viewer, vnc, readOnly, admitted));
   }
 
-  private bridge(session: LiveSession, viewer: WebSocket, vnc: Socket, readOnly: boolean, admitted: () => void): void {
+  /** A headless session's viewer: the page as screencast frames, input back over CDP. */
+  private screencast(req: IncomingMessage, socket: Duplex, head: Buffer, session: LiveSession, readOnly: boolean): void {
+    const admitted = this.deps.limits.admit(session.id);
+    if (socket.destroyed) return admitted();
+    this.wss.handleUpgrade(req, socket, head, (viewer) => {
+      const leave = this.viewing(session, viewer, admitted);
+      let cast: Screencast | undefined;
+      let gone = false;
+      const end = () => {
+        if (gone) return;
+        gone = true;
+        cast?.close();
+        leave();
+      };
+      viewer.on('close', end);
+      viewer.on('error', () => {
+        end();
+        setTimeout(() => viewer.terminate(), VIEWER_CLOSE_MS).unref();
+      });
+      Screencast.start(session, viewer, readOnly).then(
+        (started) => {
+          cast = started;
+          if (gone) started.close();
+        },
+        () => {
+          // The browser is restarting or going: the page reconnects, or learns the session ended.
+          end();
+          viewer.close(1011, 'the live view could not start');
+        },
+      );
+    });
+  }
+
+  /** A viewer has connected: it holds the session and is told when it ends; the returned function says it left. */
+  private viewing(session: LiveSession, viewer: WebSocket, admitted: () => void): () => void {
     const hold = session.hold('viewer', () => viewer.close(1001, 'browser session ended'));
-    const release = () => {
-      hold();
-      admitted();
-    };
     // data.session_id names the viewer's connection, as Kernel's does.
     const connection = randomUUID();
     const opened = Date.now();
     const source = { kind: 'kernel_api' } as const;
     this.deps.telemetry.record(session.id, { type: 'live_view_connect', category: 'connection', source, data: { session_id: connection } });
+    return () => {
+      this.deps.telemetry.record(session.id, {
+        type: 'live_view_disconnect',
+        category: 'connection',
+        source,
+        data: { session_id: connection, duration_ms: Date.now() - opened },
+      });
+      hold();
+      admitted();
+    };
+  }
+
+  private bridge(session: LiveSession, viewer: WebSocket, vnc: Socket, readOnly: boolean, admitted: () => void): void {
+    const release = this.viewing(session, viewer, admitted);
     // The refresh rate caps the frames a viewer gets (a resize drops viewers, so it cannot change under one).
     const pacer = new RfbPacer(1000 / session.record.viewport.refresh_rate, (bytes) => vnc.write(bytes), {
       readOnly,
@@ -145,12 +193,6 @@ export class LiveView {
       // Once: the vnc socket's own close, which follows, must not cut a viewer left to finish.
       if (closed) return;
       closed = true;
-      this.deps.telemetry.record(session.id, {
-        type: 'live_view_disconnect',
-        category: 'connection',
-        source,
-        data: { session_id: connection, duration_ms: Date.now() - opened },
-      });
       release();
       pacer.close();
       vnc.destroy();

@@ -11,7 +11,7 @@ export function browserHandlers(
   sessions: SessionManager,
   quotas: Quotas,
   log: (msg: string) => void,
-): HandlerGroup<'createBrowser' | 'listBrowsers' | 'getBrowser' | 'updateBrowser' | 'deleteBrowser' | 'loadBrowserExtensions'> {
+): HandlerGroup<'createBrowser' | 'listBrowsers' | 'getBrowser' | 'updateBrowser' | 'deleteBrowser' | 'getLiveView' | 'loadBrowserExtensions'> {
   return {
     // Held until the session is registered, where the project's count sees it.
     createBrowser: ({ org, body }) => Quotas.holding(quotas.holdSessions(org), () => sessions.create(org, body)),
@@ -19,6 +19,7 @@ export function browserHandlers(
     getBrowser: ({ org, params, query }) => sessions.get(org, params.id, query.include_deleted),
     updateBrowser: ({ org, params, body }) => sessions.update(org, params.id, body),
     deleteBrowser: ({ org, params }) => sessions.delete(org, params.id),
+    getLiveView: ({ org, params }) => sessions.liveView(org, params.id),
     loadBrowserExtensions: ({ org, params, request }) =>
       sessions.withSession(org, params.id, async (s) => {
         if (!request.isMultipart())
