@@ -239,10 +239,13 @@ describe('rbrowse watch in a terminal (tmux)', () => {
     );
     term.keys('Escape');
 
-    // l: the live view URL, printed in the status line.
+    // l: the live view URL, printed whole in the status line (and copied); u: the CDP URL.
     term.keys('l');
     const live = await term.waitForScreen((s) => s.includes('live view: '), 10_000, 'the live view URL');
-    assert.ok(live.includes(session.browser_live_view_url.slice(0, 100)), `the live view URL of ${id} is shown:\n${live}`);
+    assert.ok(live.replace(/\n/g, '').includes(session.browser_live_view_url), `the live view URL of ${id} is shown whole:\n${live}`);
+    term.keys('u');
+    const cdpShown = await term.waitForScreen((s) => s.includes('copied cdp_ws_url: '), 10_000, 'the CDP URL');
+    assert.ok(cdpShown.replace(/\n/g, '').includes(session.cdp_ws_url), `the CDP URL of ${id} is shown whole:\n${cdpShown}`);
 
     // c, h: a headless session, really created.
     term.keys('c');
@@ -477,7 +480,9 @@ describe('the dashboard component (ink-testing-library)', () => {
     const actions: DashboardActions = {
       remove: async (id) => void removed.push(id),
       create: async () => ({ session_id: 'n'.repeat(24) }),
+      liveView: async (id) => `http://daemon.test/browser/live?jwt=${id}`,
       open: () => false,
+      copy: () => {},
     };
     const ui = render(h(Dashboard, { target: 'http://daemon.test', feed, actions, color: false }));
     try {

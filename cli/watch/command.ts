@@ -43,7 +43,10 @@ export function watchCommand(): Command {
           actions: {
             remove: async (id) => void (await current().call('deleteBrowser', { params: { id } })),
             create: (headless) => current().call('createBrowser', { body: headless ? { headless } : {} }),
+            liveView: async (id) => (await current().call('getLiveView', { params: { id } })).url,
             open: openInDesktopBrowser,
+            // OSC 52: the terminal (xterm, iTerm2, kitty, tmux with set-clipboard, most over SSH) takes it as a copy.
+            copy: (text) => void process.stdout.write(`\x1b]52;c;${Buffer.from(text).toString('base64')}\x07`),
           },
         }),
         { alternateScreen: true, interactive: true, patchConsole: true },

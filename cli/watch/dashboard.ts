@@ -11,8 +11,12 @@ import { INVOCATION_HEADERS, invocationRow, POOL_HEADERS, poolRow, SESSION_HEADE
 export interface DashboardActions {
   remove(id: string): Promise<void>;
   create(headless: boolean): Promise<{ session_id: string }>;
+  /** A session's live view URL (headless sessions have one too, asked for). */
+  liveView(id: string): Promise<string>;
   /** Opens a live view in a desktop browser where there is one; whether it did. */
   open(url: string): boolean;
+  /** Puts text on the clipboard of the terminal the dashboard is drawn in (OSC 52), also over SSH. */
+  copy(text: string): void;
 }
 
 export interface DashboardProps {
@@ -29,7 +33,7 @@ type Message = { text: string; error?: boolean };
 
 /** Lists shorter than this many rows are shown whole; longer ones are cut with a "+N more" line. */
 const SIDE_LIST_ROWS = 5;
-const KEYS = '↑↓ select  enter details  l live view  d delete  c create  q quit';
+const KEYS = '↑↓ select  enter details  l live view  u cdp url  d delete  c create  q quit';
 
 const errorText = (err: unknown) => (err instanceof ApiCallError ? `${err.body.code}: ${err.body.message}` : ((err as Error).message ?? String(err)));
 
@@ -108,10 +112,17 @@ export function Dashboard({ target, feed, actions, color }: DashboardProps): Rea
     if (!selected) return;
     const s = selected.session;
     if (input === 'd') return setMode({ kind: 'confirm-delete', id: s.session_id });
+    // The URL is printed whole (over several lines: it can be selected) and copied to the terminal's clipboard.
     if (input === 'l') {
-      if (!s.browser_live_view_url) return setMessage({ text: `${s.session_id} is headless: it has no live view`, error: true });
-      const opened = actions.open(s.browser_live_view_url);
-      setMessage({ text: `${opened ? 'opened live view' : 'live view'}: ${s.browser_live_view_url}` });
+      run('asking for the live view', async () => {
+        const url = await actions.liveView(s.session_id);
+        actions.copy(url);
+        return `${actions.open(url) ? 'opened and copied' : 'copied'} live view: ${url}`;
+      });
+    }
+    if (input === 'u') {
+      actions.copy(s.cdp_ws_url);
+      setMessage({ text: `copied cdp_ws_url: ${s.cdp_ws_url}` });
     }
   });
 
@@ -170,10 +181,15 @@ export function Dashboard({ target, feed, actions, color }: DashboardProps): Rea
         ? line('status', 'Create a session: f headful (enter)  h headless  esc cancel', { bold: true })
         : busy
           ? h(Text, { key: 'status' }, h(Spinner, { type: 'dots' }), ` ${busy}`)
-          : line('status', message?.text ?? '', { color: paint(message?.error ? 'red' : 'cyan') });
+          : h(
+              Box,
+              { key: 'status', flexDirection: 'column' },
+              ...wrapped(message?.text ?? '', columns).map((part, i) => line(`status-${i}`, part, { color: paint(message?.error ? 'red' : 'cyan') })),
+            );
+  const statusLines = mode.kind === 'list' || mode.kind === 'details' ? (busy ? 1 : wrapped(message?.text ?? '', columns).length) : 1;
 
   // The sessions table gets whatever height is left.
-  const fixed = 1 + 1 + 1 + 1 + pools.length + invocations.length + details.length + 1 + 1 + 1;
+  const fixed = 1 + 1 + 1 + 1 + pools.length + invocations.length + details.length + 1 + statusLines + 1;
   const [sessionsHead, ...sessionLines] = tableLines(
     SESSION_HEADERS,
     sessions.map((w) => sessionRow(w, now)),
