@@ -4,7 +4,9 @@
  *      supported refresh rate (goal: at least 90% of the refresh rate);
  *   2. CPU of the session's Xvfb and x11vnc and of the daemon (its websocket bridge) over the same
  *      window, with one viewer watching (goal: x11vnc under 15% of one core at 1920x1080@25);
- *   3. memory of an idle headful session against a headless one, and a raw headless Chromium.
+ *   3. memory of an idle headful session against a headless one, and a raw headless Chromium;
+ *   4. a headless session's live view (CDP screencast) against a headful one's (noVNC): frames
+ *      per second drawn and input-to-frame latency, same page, same run (live-kinds.ts).
  *
  * The machine is shared and noisy: the load average is printed before and after, and the source
  * line (how many frames the session's page itself drew) tells a slow source from a slow pipe.
@@ -16,7 +18,8 @@
  * thread sleeping -defer ms before every update) plus `decode`; with -wait = -defer = 1000/refresh
  * that is well over one refresh interval.
  * Overrides: BENCH_LIVE_SECONDS (measured window, 10), BENCH_LIVE_WARMUP (seconds, 3),
- * BENCH_MEM_ROUNDS (interleaved memory rounds, median reported, 3).
+ * BENCH_MEM_ROUNDS (interleaved memory rounds, median reported, 3), BENCH_LIVE_PRESSES (presses timed
+ * per kind, 15).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -29,6 +32,7 @@ import type { BrowserSession } from '../src/api/schemas.js';
 import { SUPPORTED_VIEWPORTS, formatViewport, type Viewport } from '../src/viewport.js';
 import type { TestDaemon } from '../test/helpers/daemon.js';
 import { launchViewer, openLiveView } from '../test/helpers/viewer.js';
+import { compareKinds, reportKinds } from './live-kinds.js';
 import type { RawChromiums } from './raw.js';
 import { createSession, deleteSession, interleave, startHarness } from './scenarios.js';
 import { percentile } from './stats.js';
@@ -550,9 +554,15 @@ runBench(async (steps) => {
   }
   progress(`memory: ${CONFIG.memRounds} rounds of headless, headful and raw`);
   const memory = await measureMemory(d, raw);
+  progress('headless (screencast) against headful (noVNC) live view');
+  const kinds = await compareKinds(d, viewer, `${fixtures.url}/animated.html`, {
+    seconds: CONFIG.seconds,
+    presses: intEnv('BENCH_LIVE_PRESSES', 15),
+  });
 
   console.log(`\nrbrowse live-view bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
   reportFrames(frames);
   reportCpu(frames);
   reportMemory(memory);
+  reportKinds(kinds);
 });
