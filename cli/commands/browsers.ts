@@ -221,6 +221,7 @@ export function liveCommand(): Command {
     .argument('<id>', 'session id or name')
     .option('--no-open', 'only print the URL')
     .option('--read-only', 'a view without input')
+    .option('--json', 'print the API object (url, read_only_url, kind), open nothing')
     .addHelpText('after', '\nExample:\n  rbrowse live my-session --no-open')
     .action(async (id: string, o, cmd: Command) => {
       const view = await (await clientFor(cmd)).call('getLiveView', { params: { id } }).catch((err: unknown) => {
@@ -233,6 +234,7 @@ export function liveCommand(): Command {
         }
         throw err;
       });
+      if (o.json) return printJson(view);
       const url = o.readOnly ? view.read_only_url : view.url;
       process.stdout.write(`${url}\n`);
       if (o.open) openInDesktopBrowser(url);
