@@ -13,7 +13,7 @@ import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { progress } from './lifecycle.js';
 import type { RawChromiums } from './raw.js';
 import { createSession, deleteSession, standbyReady } from './scenarios.js';
-import { percentile } from './stats.js';
+import { percentile, textTable } from './stats.js';
 
 export interface BurstRun {
   clients: number;
@@ -127,11 +127,5 @@ export function renderBursts(runs: readonly BurstRun[]): string {
       ok ? 'PASS' : 'MISS',
     ];
   });
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+  return textTable(header, rows);
 }

@@ -35,7 +35,7 @@ import { launchViewer, openLiveView } from '../test/helpers/viewer.js';
 import { compareKinds, reportKinds } from './live-kinds.js';
 import type { RawChromiums } from './raw.js';
 import { createSession, deleteSession, interleave, startHarness } from './scenarios.js';
-import { percentile } from './stats.js';
+import { percentile, textTable } from './stats.js';
 
 const CONFIG = {
   seconds: intEnv('BENCH_LIVE_SECONDS', 10),
@@ -393,16 +393,6 @@ async function measureMemory(d: TestDaemon, raw: RawChromiums): Promise<MemorySa
 // ---------------------------------------------------------------------------------------------
 // Output
 
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) => cell.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
-
 const median = (xs: number[]) =>
   percentile(
     [...xs].sort((a, b) => a - b),
@@ -452,7 +442,7 @@ function reportFrames(results: FrameResult[]): void {
     'continuous',
     'result',
   ];
-  console.log(table(header, rows));
+  console.log(textTable(header, rows));
   console.log("\nms columns: p50 / p95. gap = between delivered frames; wait = noVNC's request for an update to its first bytes");
   console.log('being handled (x11vnc pacing + bridge + viewer event loop); decode = from there to the update being complete');
   console.log(
@@ -480,7 +470,7 @@ function reportCpu(results: FrameResult[]): void {
       name === CONFIG.x11vncGoalViewport ? (x11vnc < CONFIG.x11vncGoal ? 'PASS' : 'MISS') : 'info',
     ];
   });
-  console.log(table(['viewport', 'Xvfb', 'x11vnc', 'daemon', 'sum of the three', 'chromium', 'matchbox', 'viewer', 'result'], rows));
+  console.log(textTable(['viewport', 'Xvfb', 'x11vnc', 'daemon', 'sum of the three', 'chromium', 'matchbox', 'viewer', 'result'], rows));
 }
 
 function reportMemory(samples: MemorySample[]): void {
@@ -516,13 +506,13 @@ function reportMemory(samples: MemorySample[]): void {
     diff('headful - headless', (s) => minus(s.headful.total, s.headless.total)),
     diff('headless session - raw', (s) => minus(s.headless.total, s.raw.total)),
   ];
-  console.log(table(['', 'processes', 'RSS [MB]', 'PSS [MB]', 'USS [MB]'], rows));
+  console.log(textTable(['', 'processes', 'RSS [MB]', 'PSS [MB]', 'USS [MB]'], rows));
 
   // Where the headful extra goes: its processes by command name, against the headless session's.
   const names = [...new Set(samples.flatMap((s) => [...Object.keys(s.headful.byComm), ...Object.keys(s.headless.byComm)]))].sort();
   console.log('\nby command name, PSS [MB] (median):');
   console.log(
-    table(
+    textTable(
       ['command', 'headless', 'headful'],
       names.map((n) => [
         n,

@@ -8,7 +8,7 @@ import { cpus, loadavg } from 'node:os';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { startFixtureServer } from '../test/helpers/fixtures.js';
 import { daemonCycle, interleave, timed, visit, type BenchContext } from './scenarios.js';
-import { percentile } from './stats.js';
+import { percentile, textTable } from './stats.js';
 
 const intEnv = (name: string, fallback: number) => {
   const value = Number(process.env[name]);
@@ -105,14 +105,7 @@ function row(metric: string, samples: number[], goal = '') {
 }
 
 function render(rows: string[][]): string {
-  const header = ['metric [ms]', 'n', 'p50', 'p99', 'goal'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+  return textTable(['metric [ms]', 'n', 'p50', 'p99', 'goal'], rows);
 }
 
 async function main(): Promise<void> {

@@ -53,6 +53,17 @@ function fmt(ms: number, unit: Unit): string {
 
 const pair = (s: Summary, unit: Unit) => `${fmt(s.p50, unit)} / ${fmt(s.p95, unit)}`;
 
+/** Columns padded to their widest cell, under a header and a rule. */
+export function textTable(header: readonly string[], rows: readonly string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
 export function renderTable(rows: readonly Comparison[]): string {
   const header = ['metric', 'n', 'rbrowse p50 / p95', 'raw p50 / p95', 'ratio p50 (p95)', 'goal', 'result'];
   const body = rows.map((c) => [
@@ -64,11 +75,5 @@ export function renderTable(rows: readonly Comparison[]): string {
     goalText(c),
     verdict(c),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) => cell.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+  return textTable(header, body);
 }

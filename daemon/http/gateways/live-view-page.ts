@@ -1,10 +1,5 @@
-/**
- * The live-view page: noVNC's RFB client, served by the daemon (no CDN), scaled to the window.
- * It shows a clear state when the session ends, and reconnects after a network blip.
- * `document.body.dataset.state` (connecting, connected, reconnecting, ended) is for scripts and tests.
- */
-export function liveViewPage(novncPrefix: string): string {
-  return `<!doctype html>
+/** Both viewer pages' head: the screen element's style is each page's own. */
+const head = (screenStyle: string) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -13,25 +8,20 @@ export function liveViewPage(novncPrefix: string): string {
 <link rel="icon" href="data:,">
 <style>
   html, body { margin: 0; height: 100%; background: #111; overflow: hidden; font: 14px system-ui, sans-serif; }
-  #screen { position: absolute; inset: 0; }
+  ${screenStyle}
   #status { position: fixed; left: 50%; top: 50%; transform: translate(-50%, -50%); color: #eee;
     background: rgba(0, 0, 0, 0.75); padding: 12px 18px; border-radius: 8px; }
   body[data-state="connected"] #status { display: none; }
 </style>
-</head>
-<body data-state="connecting">
-<div id="screen"></div>
-<div id="status">Connecting…</div>
-<script type="module">
-import RFB from '${novncPrefix}core/rfb.js';
+</head>`;
 
-const params = new URLSearchParams(location.search);
+/** Both viewer pages' start: the jwt and read-only flag from the address, the websocket and status URLs, the states shown. */
+const COMMON_SCRIPT = `const params = new URLSearchParams(location.search);
 const jwt = params.get('jwt') || '';
 const readOnly = params.get('readOnly') === 'true';
 const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
 const wsUrl = scheme + '://' + location.host + '/browser/live/ws?jwt=' + encodeURIComponent(jwt) + (readOnly ? '&readOnly=true' : '');
 const statusUrl = '/browser/live/status?jwt=' + encodeURIComponent(jwt);
-const screen = document.getElementById('screen');
 const status = document.getElementById('status');
 let retryMs = 500;
 
@@ -49,6 +39,23 @@ async function sessionEnded() {
     return false; // the daemon is unreachable: a blip, keep trying
   }
 }
+`;
+
+/**
+ * The live-view page: noVNC's RFB client, served by the daemon (no CDN), scaled to the window.
+ * It shows a clear state when the session ends, and reconnects after a network blip.
+ * `document.body.dataset.state` (connecting, connected, reconnecting, ended) is for scripts and tests.
+ */
+export function liveViewPage(novncPrefix: string): string {
+  return `${head('#screen { position: absolute; inset: 0; }')}
+<body data-state="connecting">
+<div id="screen"></div>
+<div id="status">Connecting…</div>
+<script type="module">
+import RFB from '${novncPrefix}core/rfb.js';
+
+${COMMON_SCRIPT}
+const screen = document.getElementById('screen');
 
 function connect() {
   const rfb = new RFB(screen, wsUrl, { shared: true });
@@ -89,54 +96,18 @@ connect();
  * drop it anyway).
  */
 export function screencastPage(): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>rbrowse live view</title>
-<link rel="icon" href="data:,">
-<style>
-  html, body { margin: 0; height: 100%; background: #111; overflow: hidden; font: 14px system-ui, sans-serif; }
-  #screen { position: absolute; inset: 0; width: 100%; height: 100%; object-fit: contain; outline: none; }
-  #status { position: fixed; left: 50%; top: 50%; transform: translate(-50%, -50%); color: #eee;
-    background: rgba(0, 0, 0, 0.75); padding: 12px 18px; border-radius: 8px; }
-  body[data-state="connected"] #status { display: none; }
-</style>
-</head>
+  return `${head('#screen { position: absolute; inset: 0; width: 100%; height: 100%; object-fit: contain; outline: none; }')}
 <body data-state="connecting">
 <canvas id="screen" tabindex="0"></canvas>
 <div id="status">Connecting…</div>
 <script type="module">
-const params = new URLSearchParams(location.search);
-const jwt = params.get('jwt') || '';
-const readOnly = params.get('readOnly') === 'true';
-const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
-const wsUrl = scheme + '://' + location.host + '/browser/live/ws?jwt=' + encodeURIComponent(jwt) + (readOnly ? '&readOnly=true' : '');
-const statusUrl = '/browser/live/status?jwt=' + encodeURIComponent(jwt);
+${COMMON_SCRIPT}
 const canvas = document.getElementById('screen');
 const ctx = canvas.getContext('2d');
-const status = document.getElementById('status');
-let retryMs = 500;
 let ws;
 /** The page's size in CSS pixels, from the last frame: input is sent in these. */
 let page = { width: 1, height: 1 };
 window.frames_drawn = 0;
-
-function show(state, text) {
-  document.body.dataset.state = state;
-  status.textContent = text;
-}
-
-async function sessionEnded() {
-  try {
-    const res = await fetch(statusUrl, { cache: 'no-store' });
-    if (res.status === 401 || res.status === 404) return true;
-    return (await res.json()).state !== 'active';
-  } catch {
-    return false;
-  }
-}
 
 async function draw(buffer) {
   const view = new DataView(buffer);
