@@ -2,7 +2,7 @@ import WebSocket, { type RawData } from 'ws';
 import { CdpClient } from '../../browser/cdp-client.js';
 import type { LiveSession } from '../../sessions/live-session.js';
 
-/** A frame Chromium sent is acknowledged (so it sends the next) only once the viewer has taken this much of what it was sent. */
+/** A frame Chromium sent is acknowledged (so it sends the next) only while the viewer has less than this still to take. */
 const HIGH_WATER = 4 * 1024 * 1024;
 const JPEG_QUALITY = 80;
 
@@ -80,7 +80,7 @@ function frameMessage(data: string, metadata: { deviceWidth: number; deviceHeigh
  * and the viewer's mouse, wheel and keyboard sent back as CDP input. It follows the page a
  * headful browser would show: a tab that opens becomes the one on view, and when the one on view
  * closes, the first left takes its place. A read-only viewer's input is dropped here, on the
- * server. Frames are paced by the viewer: the next is asked for only once it has taken the last.
+ * server. Frames are paced by the viewer: one that falls behind gets no new frame until it catches up.
  */
 export class Screencast {
   private pageSession?: string;
@@ -111,10 +111,11 @@ export class Screencast {
       if (from !== this.pageSession || this.closed) return;
       const ack = () => void this.cdp.send('Page.screencastFrameAck', { sessionId: p.sessionId }, from).catch(() => {});
       if (this.viewer.readyState !== WebSocket.OPEN) return;
-      this.viewer.send(frameMessage(p.data, p.metadata), { binary: true }, () => {
-        if (this.viewer.bufferedAmount < HIGH_WATER) ack();
-        else this.whenDrained(ack);
-      });
+      this.viewer.send(frameMessage(p.data, p.metadata), { binary: true });
+      // Acknowledged at once while the viewer keeps up, so Chromium draws the next frame while this
+      // one travels; a viewer behind by HIGH_WATER gets no new frame until it has caught up.
+      if (this.viewer.bufferedAmount < HIGH_WATER) ack();
+      else this.whenDrained(ack);
     });
     this.cdp.on('Target.targetCreated', (p: { targetInfo: { targetId: string; type: string; url: string } }) => {
       if (p.targetInfo.type === 'page' && !p.targetInfo.url.startsWith('devtools://')) this.show(p.targetInfo.targetId);
