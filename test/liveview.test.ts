@@ -358,3 +358,33 @@ describe('live view of a headless session', () => {
     }
   });
 });
+
+test("a headless viewer reconnects by itself when the session's browser restarts in place, and shows the page again", async () => {
+  const profile = (await d.api('POST', '/profiles', { name: `screencast-restart-${Date.now()}` })).body;
+  const s = await create({ headless: true, viewport: { width: 1024, height: 768 }, timeout_seconds: 120 });
+  const lv = (await d.api('GET', `/browsers/${s.session_id}/live_view`)).body;
+  const view = await openLiveView(viewer, lv.url);
+  try {
+    const state = () => view.evaluate(() => document.body.dataset.state);
+    // The page leaves "connected" when the browser goes (for at least its half-second retry), then comes back on its own.
+    let watching = true;
+    const left = (async () => {
+      while (watching) {
+        if ((await state()) !== 'connected') return true;
+        await sleep(20);
+      }
+      return false;
+    })();
+    const patched = await d.api('PATCH', `/browsers/${s.session_id}`, { profile: { id: profile.id } });
+    assert.equal(patched.status, 200, patched.text);
+    const timer = setTimeout(() => (watching = false), 15_000);
+    assert.equal(await left, true, 'the viewer noticed the browser restart');
+    clearTimeout(timer);
+    watching = false;
+    await waitFor(async () => (await state()) === 'connected', 20_000, 'the viewer to reconnect to the restarted browser');
+    assert.equal(await view.evaluate(() => (window as any).frames_drawn > 0), true);
+  } finally {
+    await view.close();
+    await d.api('DELETE', `/browsers/${s.session_id}`);
+  }
+});

@@ -19,6 +19,7 @@ export class CdpClient {
   private readonly pending = new Map<number, Pending>();
   private readonly handlers = new Map<string, Handler[]>();
   private closedError?: Error;
+  private readonly closeListeners: (() => void)[] = [];
 
   private constructor(private readonly ws: WebSocket) {
     ws.on('message', (data) => this.receive(String(data)));
@@ -71,6 +72,12 @@ export class CdpClient {
     this.ws.terminate();
   }
 
+  /** Called once, when the connection ends for whatever reason (the browser closed or restarted, close()). */
+  onClose(listener: () => void): void {
+    if (this.closedError) listener();
+    else this.closeListeners.push(listener);
+  }
+
   private receive(text: string): void {
     const msg = JSON.parse(text) as {
       id?: number;
@@ -102,6 +109,7 @@ export class CdpClient {
   }
 
   private fail(err: Error): void {
+    if (!this.closedError) for (const listener of this.closeListeners.splice(0)) queueMicrotask(listener);
     this.closedError ??= err;
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();

@@ -401,7 +401,7 @@ export class LiveSession {
       for (const f of this.features) f.stopping?.();
       // The last made first: a service may run on one made before it (fs watches on processes).
       for (const service of [...this.services.values()].reverse()) {
-        await Promise.resolve(service.stop?.()).catch((err: unknown) =>
+        await (async () => service.stop?.())().catch((err: unknown) =>
           this.deps.log?.('session service failed at stop', { session: this.id, error: String(err) }),
         );
       }

@@ -126,6 +126,10 @@ export class Screencast {
         this.show();
       }
     });
+    // The browser went (restarted in place, or the session ends): the viewer reconnects, to the browser there is then.
+    this.cdp.onClose(() => {
+      if (!this.closed && this.viewer.readyState === WebSocket.OPEN) this.viewer.close(1012, 'the browser restarted');
+    });
     await this.cdp.send('Target.setDiscoverTargets', { discover: true });
     await this.show().then(() => this.switching);
     if (!this.readOnly) this.viewer.on('message', (data: RawData, binary: boolean) => this.input(data, binary));
