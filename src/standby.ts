@@ -19,11 +19,7 @@ export interface StandbySet {
 
 /** How long a learned kind stays without a create of it: RBROWSE_STANDBY_FORGET_SECONDS (default 15 min). */
 export function forgetAfterMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.RBROWSE_STANDBY_FORGET_SECONDS;
-  if (raw === undefined || raw === '') return 15 * 60_000;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1)
-    throw new Error(`RBROWSE_STANDBY_FORGET_SECONDS must be a whole number of seconds, at least 1 (got "${raw}")`);
-  return Number(raw) * 1000;
+  return wholeNumber(env, 'RBROWSE_STANDBY_FORGET_SECONDS', 15 * 60, 1, 'seconds') * 1000;
 }
 
 /**
@@ -31,19 +27,22 @@ export function forgetAfterMs(env: NodeJS.ProcessEnv = process.env): number {
  * burst (a test suite making a session per test): RBROWSE_STANDBY_BURST_MB, default 512 (0: off).
  */
 export function burstBudgetMb(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.RBROWSE_STANDBY_BURST_MB;
-  if (raw === undefined || raw === '') return 512;
-  if (!/^\d+$/.test(raw)) throw new Error(`RBROWSE_STANDBY_BURST_MB must be a whole number of MiB (got "${raw}")`);
-  return Number(raw);
+  return wholeNumber(env, 'RBROWSE_STANDBY_BURST_MB', 512, 0, 'MiB');
 }
 
 /** How long browsers kept for a burst stay once its creates stop: RBROWSE_STANDBY_BURST_HOLD_SECONDS, default 60. */
 export function burstHoldMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.RBROWSE_STANDBY_BURST_HOLD_SECONDS;
-  if (raw === undefined || raw === '') return 60_000;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1)
-    throw new Error(`RBROWSE_STANDBY_BURST_HOLD_SECONDS must be a whole number of seconds, at least 1 (got "${raw}")`);
-  return Number(raw) * 1000;
+  return wholeNumber(env, 'RBROWSE_STANDBY_BURST_HOLD_SECONDS', 60, 1, 'seconds') * 1000;
+}
+
+/** A whole number setting: `fallback` when unset or empty; anything else not a whole number of at least `min` is refused. */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, unit: string): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) {
+    throw new Error(`${name} must be a whole number of ${unit}${min > 0 ? `, at least ${min}` : ''} (got "${raw}")`);
+  }
+  return Number(raw);
 }
 
 /**
