@@ -23,8 +23,11 @@ const SINGLE_UID = process.env.RBROWSE_BOX_SINGLE_UID === '1';
 const DROP = ['/usr/bin/setpriv', '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
 /** What a program's output may have waiting in the daemon's direction before the agent stops reading it. */
 const OUT_HIGH_WATER = 4 * 1024 * 1024;
-/** How long the browser may take to close by itself when the daemon is gone. */
-const ORPHAN_CLOSE_MS = 5000;
+/**
+ * How long the browser may take to close by itself when the daemon is gone: a close is when it
+ * writes its cookies, and on a loaded machine it took over 5 s (a profile then lost its cookies).
+ */
+const ORPHAN_CLOSE_MS = 15_000;
 
 delete process.env.RBROWSE_BOX_UID;
 delete process.env.RBROWSE_BOX_GID;

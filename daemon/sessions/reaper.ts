@@ -7,8 +7,8 @@ import type { SessionRecord } from './record.js';
 import type { History } from '../lib/state/history.js';
 import type { Store } from '../lib/state/store.js';
 
-/** How long a crashed daemon's launcher may take to let its boxes' browsers close (see launcher.mjs). */
-const LAUNCHER_GRACE_MS = 10_000;
+/** How long a crashed daemon's launcher may take to let its boxes' browsers close (see launcher.mjs; each agent gives its browser 15 s). */
+const LAUNCHER_GRACE_MS = 20_000;
 
 /**
  * Run once at start, before anything is launched: nothing of this home can legitimately be
