@@ -340,7 +340,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await replays.close();
       await telemetryArchive.settled();
       await server.close();
-      await Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]);
+      await Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close(), store.flushed()]);
       await boxes.close();
       launcher.close();
     },

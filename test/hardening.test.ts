@@ -288,6 +288,7 @@ describe('the state file (logic)', () => {
       await writeFile(`${file.lastGood}.${process.pid}`, 'stale');
       await file.write({ n: 2 });
       assert.deepEqual(JSON.parse(await readFile(file.file, 'utf8')), { n: 2 });
+      await file.flushed();
       assert.deepEqual(JSON.parse(await readFile(file.lastGood, 'utf8')), { n: 2 });
       assert.deepEqual((await readdir(dir)).sort(), ['state.json', 'state.json.last-good']);
       // The change made last survives a file that no longer parses.

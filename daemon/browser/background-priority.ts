@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 
 /** The lowest priority there is: its group gets 15/1024 of a core's time against any normal one. */
 const LOWEST = 19;
@@ -29,9 +29,23 @@ function canLowerAndRestore(): boolean {
 
 let supported: boolean | undefined;
 
-async function setGroupNice(pid: number, nice: number): Promise<void> {
-  // A process already gone, or a kernel without autogroups: nothing to change.
-  await writeFile(`/proc/${pid}/autogroup`, String(nice)).catch(() => {});
+/** Whether the change landed: false for a process already gone, or a kernel without autogroups. */
+function setGroupNice(pid: number, nice: number): Promise<boolean> {
+  return writeFile(`/proc/${pid}/autogroup`, String(nice)).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** One process of each autogroup among pids, the first found (the group's oldest, as hostPids() lists them). */
+async function oneOfEachGroup(pids: number[]): Promise<number[]> {
+  const groups = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/autogroup`, 'utf8').catch(() => '')));
+  const leaders = new Map<string, number>();
+  groups.forEach((line, i) => {
+    const group = line.split(' ')[0];
+    if (group && !leaders.has(group)) leaders.set(group, pids[i]);
+  });
+  return [...leaders.values()];
 }
 
 /**
@@ -52,6 +66,12 @@ export class BackgroundPriority {
   /** The last nice change asked for: each waits for the one before, so they land in order. */
   private changing: Promise<void> = Promise.resolve();
   private starved?: NodeJS.Timeout;
+  /**
+   * One process of each group lowered last. A change applies to a whole group, so giving the
+   * priority back needs only these: a hand-over waits for a few writes, not for a walk of every
+   * thread of the box (~100 reads, 11-14 ms of a 25 ms create).
+   */
+  private lowered: number[] = [];
 
   private constructor(private readonly box: { hostPids(): Promise<number[]> }) {}
 
@@ -96,7 +116,12 @@ export class BackgroundPriority {
       .then(async () => {
         // Handed over while an earlier change waited: only the restore applies.
         if (this.restored && !restoring) return;
-        await Promise.all((await this.box.hostPids()).map((pid) => setGroupNice(pid, nice)));
+        // A group whose known process has gone may live on in others: then every process is looked at.
+        const known = nice === 0 && this.lowered.length ? await Promise.all(this.lowered.map((pid) => setGroupNice(pid, 0))) : [false];
+        if (known.every(Boolean)) return;
+        const groups = await oneOfEachGroup(await this.box.hostPids());
+        await Promise.all(groups.map((pid) => setGroupNice(pid, nice)));
+        this.lowered = nice === 0 ? [] : groups;
       });
     return this.changing;
   }

@@ -314,8 +314,8 @@ export class SessionManager {
     Object.assign(record, this.newRecord(record.id, org, body, record.viewport));
     session.touch();
     try {
-      await session.foreground();
-      await this.sign(record);
+      // Independent: the priority given back (a few writes to /proc) while the jwts are signed.
+      await Promise.all([session.foreground(), this.sign(record)]);
       for (const feature of this.features) {
         const launched = await feature.handOver?.({ org, body, record, dirs: session.dirs, files: session.files, box: session.box });
         if (!launched) continue;

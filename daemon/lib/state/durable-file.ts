@@ -52,26 +52,39 @@ export class DurableJsonFile<T> {
     return { data: backup.data, source: 'last-good', unreadable: { keptAs, error: main.error } };
   }
 
+  /**
+   * Resolves once the file holds data (or newer): the change is durable then. The last good copy
+   * follows in the background (flushed() waits for it): a crash in between leaves the file new and
+   * the copy one change behind, as a crash between the two renames always could, and the file is
+   * read first. Answering after the file alone halves what a create waits for the disk.
+   */
   write(data: T): Promise<void> {
     this.latest = data;
     if (!this.queued) {
-      const next = this.chain
+      const main = this.chain
         .catch(() => {})
         .then(() => {
           this.queued = undefined;
-          return this.replace(JSON.stringify(this.latest));
+          return this.replaceMain(JSON.stringify(this.latest));
         });
-      this.queued = next;
-      this.chain = next;
+      this.queued = main.then(() => {});
+      // A copy that fails to land (a full disk) is made again by the next write; the file holds the change.
+      this.chain = main.then((text) => this.replaceCopy(text)).catch(() => {});
     }
     return this.queued;
   }
 
-  private async replace(text: string): Promise<void> {
-    // Both copies hold the newest document: a file that stops parsing later (a disk fault, a hand
-    // edit) is recovered with nothing lost. Each is replaced atomically, the file first: a crash
-    // between them leaves the file new and the copy one change behind, and the file is read first.
+  /** Every write begun so far has landed in both copies (or failed). */
+  flushed(): Promise<void> {
+    return this.chain;
+  }
+
+  private async replaceMain(text: string): Promise<string> {
     await replaceFile(this.file, `${text}\n`);
+    return text;
+  }
+
+  private async replaceCopy(text: string): Promise<void> {
     await replaceFile(this.lastGood, `${text}\n`);
     // A hard link left by an earlier version's write that failed half-way.
     await unlink(`${this.lastGood}.${process.pid}`).catch(() => {});

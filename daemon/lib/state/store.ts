@@ -55,6 +55,11 @@ export class Store {
     return new Store(db, adapter, { source: opened.source, ...(opened.unreadable ? { unreadable: opened.unreadable } : {}) });
   }
 
+  /** Every change made so far is in both copies of the file: the last thing a stopping daemon waits for. */
+  flushed(): Promise<void> {
+    return this.file.flushed();
+  }
+
   get data(): State {
     return this.db.data;
   }
