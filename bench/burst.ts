@@ -85,7 +85,7 @@ async function served(d: TestDaemon): Promise<{ creates: number; fromReady: numb
 /** One configuration: a fresh daemon's burst, then raw Chromium's at the same concurrency. */
 export async function burstRun(o: { raw: RawChromiums; pageUrl: string; cycles: number; clients: number; workMs: number }): Promise<BurstRun> {
   progress(`burst: ${o.cycles} back-to-back cycles, ${o.clients} client(s), ${o.workMs} ms of page work`);
-  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '512' } });
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '512', RBROWSE_SPARE_BOXES: '' } });
   let rbrowse: number[];
   let counts: BurstRun['served'];
   try {

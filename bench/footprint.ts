@@ -7,6 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ROOT, daemonPid, type TestDaemon } from '../test/helpers/daemon.js';
+import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { createSession, deleteSession, interleave } from './scenarios.js';
 import { summarize, type Summary } from './stats.js';
 
@@ -48,6 +49,21 @@ export async function footprint(d: TestDaemon): Promise<Footprint> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
   return { rssMiB: kib('VmRSS') / 1024, anonMiB: kib('RssAnon') / 1024, fds: (await readdir(`/proc/${pid}/fd`)).length };
+}
+
+/**
+ * PSS of what runs for a home outside the daemon and its launcher, in MiB: on an idle daemon
+ * with no session, its spare boxes.
+ */
+export async function boxesPssMiB(d: TestDaemon): Promise<number> {
+  let kib = 0;
+  for (const pid of await findMarkedProcesses(d.home)) {
+    const environ = await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '');
+    if (environ.split('\0').includes('RBROWSE_SESSION=launcher')) continue;
+    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+    kib += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+  }
+  return kib / 1024;
 }
 
 export interface LoadRound extends Footprint {

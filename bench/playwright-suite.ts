@@ -75,7 +75,7 @@ runBench(async (cleanups) => {
   const before = load();
   progress(`load average before: ${before} (${cpus().length} cores); ${ROUNDS} rounds`);
   // The default standby set and burst budget, as a user's daemon has them.
-  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '' } });
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '', RBROWSE_SPARE_BOXES: '' } });
   cleanups.push(() => d.stop());
   const modes = [
     ['own-fresh', 'rbrowse-fresh'],

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
-import { cliStartup, footprint, loadRound, type LoadRound } from './footprint.js';
+import { boxesPssMiB, cliStartup, footprint, loadRound, type LoadRound } from './footprint.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
 import {
   cdpRoundTrips,
@@ -25,6 +25,7 @@ import {
   interleave,
   rawCyclePhases,
   rawLaunch,
+  spareReady,
   standbyReady,
   startHarness,
   type BenchContext,
@@ -57,7 +58,7 @@ interface Contexts {
 
 async function setUp(cleanups: (() => Promise<void>)[]): Promise<Contexts> {
   const { executable, fixtures, raw, daemon } = await startHarness(cleanups);
-  const warm: TestDaemon = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY } });
+  const warm: TestDaemon = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_SPARE_BOXES: '' } });
   cleanups.push(() => warm.stop());
   progress(`daemons ${daemon.baseUrl} (standby off), ${warm.baseUrl} (default standby); chromium ${executable}`);
   const pageUrl = `${fixtures.url}/hello.html`;
@@ -124,9 +125,10 @@ const PHASES = ['create', 'connect', 'goto', 'close', 'delete'] as const;
 async function measure({
   cold,
   warm,
-}: Contexts): Promise<{ rows: Comparison[]; bursts: BurstRun[]; rounds: LoadRound[]; idle: { cold: number; warm: number } }> {
+}: Contexts): Promise<{ rows: Comparison[]; bursts: BurstRun[]; rounds: LoadRound[]; idle: { cold: number; warm: number; spareBox: number } }> {
   // Idle first, before anything has run in them.
-  const idle = { cold: (await footprint(cold.daemon)).rssMiB, warm: (await footprint(warm.daemon)).rssMiB };
+  await spareReady(cold.daemon);
+  const idle = { cold: (await footprint(cold.daemon)).rssMiB, warm: (await footprint(warm.daemon)).rssMiB, spareBox: await boxesPssMiB(cold.daemon) };
 
   // Standby samples run on their own, and the cold ones in pairs with raw launches: interleaved
   // with standby creates, a cold create often came right after a standby refill, which no raw
@@ -207,6 +209,7 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
   console.log('cycle times leave the page work out; raw = the same cycles on raw Chromium, same concurrency, same run');
   console.log(renderBursts(r.bursts));
   console.log(`\ndaemon RSS idle: ${r.idle.cold.toFixed(0)} MiB (standby off), ${r.idle.warm.toFixed(0)} MiB (default standby); goal <= 80 MiB`);
+  console.log(`spare session box (RBROWSE_SPARE_BOXES=1), outside the daemon: ${r.idle.spareBox.toFixed(0)} MiB PSS`);
   console.log('load rounds (8 API clients reading/PATCHing, 2 creating and deleting sessions; after a 3 s settle):');
   console.log('round  RSS (anon) MiB  fds  sessions  read p50 / p99 ms  requests by status');
   r.rounds.forEach((x, i) => {

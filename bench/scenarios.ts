@@ -81,7 +81,21 @@ export async function daemonCreate(ctx: BenchContext): Promise<number> {
  * Waits (untimed) for a deleted session's background teardown, so the Chromium still closing
  * does not weigh on the next sample of either side: samples stay independent.
  */
-export const settle = (d: TestDaemon, id: string) => tornDown(d, id, 60_000);
+export async function settle(d: TestDaemon, id: string): Promise<void> {
+  await tornDown(d, id, 60_000);
+  await spareReady(d);
+}
+
+/** Waits (untimed) until the daemon's spare boxes are all started again: their start weighs on no sample. */
+export async function spareReady(d: TestDaemon, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const spare = (await d.api('GET', '/health', undefined, null)).body?.spare_boxes;
+    if (!spare || spare.ready >= spare.wanted) return;
+    if (Date.now() > deadline) throw new Error(`spare boxes not started again within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
 
 /** Spawn to "DevTools listening" of a raw Chromium; directories and the close are not timed. */
 export async function rawLaunch(ctx: BenchContext): Promise<number> {
@@ -276,7 +290,8 @@ export async function startHarness(cleanups: (() => Promise<void>)[], standby = 
     if (strays.length) console.error(`warning: raw Chromium processes outlived their close() and were killed: ${strays.join(', ')}`);
   });
   // Standby off unless asked: a bench measures one path at a time.
-  const daemon = await startTestDaemon({ env: { RBROWSE_STANDBY: standby } });
+  // Spare boxes as shipped (the tests' daemons keep none).
+  const daemon = await startTestDaemon({ env: { RBROWSE_STANDBY: standby, RBROWSE_SPARE_BOXES: '' } });
   cleanups.push(() => daemon.stop());
   return { executable, fixtures, raw, daemon };
 }

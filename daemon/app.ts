@@ -50,7 +50,9 @@ import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './sessions/reaper.js';
 import { SessionManager } from './sessions/manager.js';
 import { Standby } from './sessions/ready/standby.js';
-import { burstBudgetMb, burstHoldMs, forgetAfterMs, type StandbySet } from '../src/standby.js';
+import { burstBudgetMb, burstHoldMs, forgetAfterMs, spareBoxCount, type StandbySet } from '../src/standby.js';
+import { SpareBoxes } from './sessions/ready/spare-boxes.js';
+import { newId } from '../src/ids.js';
 import { Store } from './lib/state/store.js';
 import { admissionLimits, LaunchAdmission, sessionCapacity } from './sessions/admission.js';
 import { Projects } from './org/projects.js';
@@ -205,8 +207,16 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     busy: () => sessions.busy,
     log: opts.log,
   });
+  const spareBoxes = new SpareBoxes({
+    count: spareBoxCount(),
+    start: (id) => boxes.start({ kind: 'session', id }),
+    newId,
+    busy: () => sessions.busy,
+    log: opts.log,
+  });
   const sessions: SessionManager = new SessionManager({
     standby,
+    spareBoxes,
     admission,
     store,
     history: sessionHistory,
@@ -271,6 +281,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
         gateway,
         publicUrl,
         standby,
+        spareBoxes,
         admission,
         () => sessions.running,
         () => launcher.pid,
@@ -327,6 +338,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       sessions.startInactivityChecks();
       pools.start();
       standby.start();
+      spareBoxes.start();
       return baseUrl;
     },
     async close() {
@@ -335,7 +347,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await invocations.close();
       await deployments.close();
       admission.close();
-      await standby.close();
+      await Promise.all([standby.close(), spareBoxes.close()]);
       await sessions.endAll('daemon_stop');
       await replays.close();
       await telemetryArchive.settled();

@@ -35,6 +35,14 @@ export function burstHoldMs(env: NodeJS.ProcessEnv = process.env): number {
   return wholeNumber(env, 'RBROWSE_STANDBY_BURST_HOLD_SECONDS', 60, 1, 'seconds') * 1000;
 }
 
+/**
+ * How many empty session boxes (namespaces, network, agent) are kept started for creates no
+ * standby browser serves: RBROWSE_SPARE_BOXES, default 1 (0: off). Each holds ~50 MB.
+ */
+export function spareBoxCount(env: NodeJS.ProcessEnv = process.env): number {
+  return wholeNumber(env, 'RBROWSE_SPARE_BOXES', 1, 0, 'boxes');
+}
+
 /** A whole number setting: `fallback` when unset or empty; anything else not a whole number of at least `min` is refused. */
 function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, unit: string): number {
   const raw = env[name];

@@ -7,7 +7,7 @@ import { chromium, type Browser } from 'playwright';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
-import { forgetAfterMs, parseStandby } from '../src/standby.js';
+import { forgetAfterMs, parseStandby, spareBoxCount } from '../src/standby.js';
 import { processesGone, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
@@ -445,6 +445,52 @@ describe('standby off', { timeout: 120_000 }, () => {
   });
 });
 
+describe('spare boxes', { timeout: 180_000 }, () => {
+  /** The session ids the processes of a home are marked with (a spare box's is its future session's); the launcher's mark is not one. */
+  async function markedIds(home: string): Promise<string[]> {
+    const ids = new Set<string>();
+    for (const pid of await findMarkedProcesses(home)) {
+      const vars = (await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '')).split('\0');
+      const mark = vars.find((v) => v.startsWith('RBROWSE_SESSION='));
+      if (mark && mark !== 'RBROWSE_SESSION=launcher') ids.add(mark.slice('RBROWSE_SESSION='.length));
+    }
+    return [...ids];
+  }
+
+  test('a cold create starts only its browser, in the box kept started, named by its id; the next box is started after it; none outlives the daemon', async () => {
+    const t = await startTestDaemon({ env: { RBROWSE_SPARE_BOXES: '1' } });
+    try {
+      const health = async () => (await t.api('GET', '/health', undefined, null)).body.spare_boxes;
+      await waitFor(async () => (await health())?.ready === 1, 60_000, 'a spare box');
+      assert.deepEqual(await health(), { ready: 1, wanted: 1, served: 0 });
+      const [spareId, ...others] = await markedIds(t.home);
+      assert.ok(spareId, 'the spare box runs, marked with its id');
+      assert.deepEqual(others, []);
+      const boxProcesses = await findMarkedProcesses(t.home, spareId);
+
+      const s = (await t.api('POST', '/browsers', { headless: true })).body;
+      assert.equal(s.session_id, spareId, 'the session is the spare box');
+      const now = await findMarkedProcesses(t.home, spareId);
+      for (const pid of boxProcesses) assert.ok(now.includes(pid), `the box's process ${pid} runs on: the box was not started again`);
+      const { browser, page } = await pageOf(s.cdp_ws_url);
+      await page.goto(`${fixtures.url}/hello.html`);
+      assert.equal(await page.title(), 'rbrowse fixture');
+      await browser.close();
+
+      await waitFor(async () => (await health())?.ready === 1, 60_000, 'the next spare box');
+      assert.deepEqual(await health(), { ready: 1, wanted: 1, served: 1 });
+      const ids = await markedIds(t.home);
+      assert.equal(ids.length, 2, `the session and a new spare: ${ids}`);
+      assert.ok(ids.includes(spareId));
+      assert.equal((await t.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
+      await processesGone(t.home, spareId);
+    } finally {
+      await t.stop();
+    }
+    assert.deepEqual(await findMarkedProcesses(t.home), [], 'no spare box outlives the daemon');
+  });
+});
+
 describe('the standby set (pure)', () => {
   test('parses 0, N and lists; refuses what it cannot keep', () => {
     const vp = { width: 1920, height: 1080, refresh_rate: 25 };
@@ -479,6 +525,13 @@ describe('the standby set (pure)', () => {
     assert.throws(() => parseStandby('headless=21'), /at most 20/);
     assert.throws(() => parseStandby('learn=5'), /learn at most 4/);
     assert.throws(() => parseStandby('learn=x'), /learn=K/);
+  });
+
+  test('RBROWSE_SPARE_BOXES: 1 unless set; 0 turns them off; whole numbers only', () => {
+    assert.equal(spareBoxCount({}), 1);
+    assert.equal(spareBoxCount({ RBROWSE_SPARE_BOXES: '0' }), 0);
+    assert.equal(spareBoxCount({ RBROWSE_SPARE_BOXES: '2' }), 2);
+    assert.throws(() => spareBoxCount({ RBROWSE_SPARE_BOXES: '-1' }), /whole number/);
   });
 
   test('RBROWSE_STANDBY_FORGET_SECONDS: 15 minutes unless set; whole seconds, at least 1', () => {

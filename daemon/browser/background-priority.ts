@@ -39,12 +39,11 @@ function setGroupNice(pid: number, nice: number): Promise<boolean> {
 
 /** One process of each autogroup among pids, the first found (the group's oldest, as hostPids() lists them). */
 async function oneOfEachGroup(pids: number[]): Promise<number[]> {
-  const groups = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/autogroup`, 'utf8').catch(() => '')));
+  const groups = await Promise.all(
+    pids.map(async (pid) => ({ pid, group: (await readFile(`/proc/${pid}/autogroup`, 'utf8').catch(() => '')).split(' ')[0] })),
+  );
   const leaders = new Map<string, number>();
-  groups.forEach((line, i) => {
-    const group = line.split(' ')[0];
-    if (group && !leaders.has(group)) leaders.set(group, pids[i]);
-  });
+  for (const { pid, group } of groups) if (group && !leaders.has(group)) leaders.set(group, pid);
   return [...leaders.values()];
 }
 

@@ -177,7 +177,7 @@ export class LiveSession {
     record: SessionRecord,
     deps: RuntimeDeps,
     prepare?: PrepareFeatures,
-    opts: { background?: boolean; claim?: LaunchClaim } = {},
+    opts: { background?: boolean; claim?: LaunchClaim; box?: Box } = {},
   ): Promise<LiveSession> {
     const dirs = sessionDirs(deps.sessionsDir, record.id);
     await mkdir(dirs.root, { recursive: true, mode: 0o700 });
@@ -187,7 +187,8 @@ export class LiveSession {
     let features: FeatureLaunch[] = [];
     let chromium: ChromiumProcess | undefined;
     try {
-      box = await deps.boxes.start({ kind: 'session', id: record.id });
+      // A spare box (started ahead under this session's id), else one started now.
+      box = opts.box ?? (await deps.boxes.start({ kind: 'session', id: record.id }));
       const priority = opts.background ? BackgroundPriority.forBox(box) : undefined;
       // Claimed by a create while it starts: its normal priority back now, not at the hand-over.
       opts.claim?.onClaim(() => void priority?.restore());

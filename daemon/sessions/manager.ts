@@ -2,6 +2,7 @@ import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, LiveView as 
 import type { LaunchClaim } from '../lib/launch-claim.js';
 import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
+import type { SpareBoxes } from './ready/spare-boxes.js';
 import { resolveViewport, SUPPORTED_VIEWPORTS_TEXT, type Viewport } from '../../src/viewport.js';
 import { paginate, type ListPage as Page } from '../lib/paging.js';
 import type { OrgRecord } from '../lib/owned-records.js';
@@ -36,6 +37,8 @@ export interface SessionManagerDeps {
   features?: SessionFeature[];
   /** Ready browsers a matching create takes instead of launching one (see daemon/sessions/ready/standby.ts). */
   standby?: Pick<Standby, 'take' | 'takeLaunching'>;
+  /** Session boxes started ahead (daemon/sessions/ready/spare-boxes.ts): a cold create starts only its browser in one. */
+  spareBoxes?: Pick<SpareBoxes, 'take'>;
   /** Bounds the browser launches running at once (daemon/sessions/admission.ts); every launch takes a turn. */
   admission: Pick<LaunchAdmission, 'acquire'>;
 }
@@ -291,12 +294,18 @@ export class SessionManager {
     // A pool's refill is background work: it never takes a turn a waiting create could have.
     const release = await this.deps.admission.acquire(org.id, { background: Boolean(opts.pool) });
     let session: LiveSession;
-    const record = this.newRecord(newId(), org, body, viewport, opts);
+    // A pool's fill is background work too: a spare box is for a create someone waits on.
+    let box = opts.pool || this.closing ? undefined : this.deps.spareBoxes?.take();
+    const record = this.newRecord(box?.id ?? newId(), org, body, viewport, opts);
     try {
       if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
       await this.sign(record);
-      session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record), { background: Boolean(opts.pool) });
+      const started = LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record), { background: Boolean(opts.pool), box });
+      // The session's now: a start that fails stops it.
+      box = undefined;
+      session = await started;
     } catch (err) {
+      if (box) this.track(box.stop());
       throw this.startFailed(record, err);
     } finally {
       release();

@@ -64,6 +64,19 @@ export const HealthSchema = Type.Object({
       },
     ),
   ),
+  spare_boxes: Type.Optional(
+    Type.Object(
+      {
+        ready: Type.Integer({ minimum: 0 }),
+        wanted: Type.Integer({ minimum: 0 }),
+        served: Type.Integer({ minimum: 0 }),
+      },
+      {
+        description:
+          'Empty session boxes kept started for creates no standby browser serves (RBROWSE_SPARE_BOXES): how many are ready of how many kept, and how many creates took one since the daemon started',
+      },
+    ),
+  ),
   launches: Type.Optional(
     Type.Object(
       {

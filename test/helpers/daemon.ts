@@ -43,10 +43,18 @@ export function cleanEnv(home: string): Record<string, string> {
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !k.startsWith('KERNEL_') && !k.startsWith('RBROWSE_')) env[k] = v;
   }
-  // No standby browsers unless a test asks (RBROWSE_STANDBY in `env`): most tests count the
-  // processes and directories of a home, and standby ones would be among them. Nor bursts: a
-  // test that asks for standby counts exactly the browsers its set keeps, unless it asks for them.
-  return { ...env, RBROWSE_HOME: home, RBROWSE_PORT: '0', RBROWSE_STANDBY: '0', RBROWSE_STANDBY_BURST_MB: '0', NO_COLOR: '1' };
+  // No standby browsers or spare boxes unless a test asks (RBROWSE_STANDBY, RBROWSE_SPARE_BOXES in
+  // `env`): most tests count the processes and directories of a home, and those would be among
+  // them. Nor bursts: a test that asks for standby counts exactly the browsers its set keeps.
+  return {
+    ...env,
+    RBROWSE_HOME: home,
+    RBROWSE_PORT: '0',
+    RBROWSE_STANDBY: '0',
+    RBROWSE_STANDBY_BURST_MB: '0',
+    RBROWSE_SPARE_BOXES: '0',
+    NO_COLOR: '1',
+  };
 }
 
 export async function callApi<T = any>(baseUrl: string, method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse<T>> {

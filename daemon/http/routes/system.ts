@@ -2,6 +2,7 @@ import type { Auth } from '../../org/auth.js';
 import type { CdpGateway } from '../gateways/cdp.js';
 import type { HandlerGroup } from '../handlers.js';
 import type { Standby } from '../../sessions/ready/standby.js';
+import type { SpareBoxes } from '../../sessions/ready/spare-boxes.js';
 import type { LaunchAdmission } from '../../sessions/admission.js';
 import { daemonResources } from '../../lib/diagnostics.js';
 import type { ConnectionGuard } from '../front-door.js';
@@ -12,6 +13,7 @@ export function systemHandlers(
   gateway: CdpGateway,
   publicUrl: () => string,
   standby: Pick<Standby, 'counts' | 'budget' | 'served'>,
+  spareBoxes: Pick<SpareBoxes, 'stats'>,
   admission: Pick<LaunchAdmission, 'stats'>,
   sessionCount: () => number,
   launcherPid: () => number | undefined,
@@ -24,6 +26,7 @@ export function systemHandlers(
       standby: standby.counts(),
       standby_burst: standby.budget(),
       standby_served: standby.served(),
+      spare_boxes: spareBoxes.stats(),
       launches: admission.stats(),
     }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
