@@ -33,3 +33,15 @@ export function tag(value: string, previous: Record<string, string> = {}) {
   if (i < 1) throw new InvalidArgumentError('expected KEY=VALUE');
   return { ...previous, [value.slice(0, i)]: value.slice(i + 1) };
 }
+
+/** A JSON object given on the command line (`--chrome-policy '{"BookmarkBarEnabled": true}'`). */
+export function jsonObject(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError('expected a JSON object, e.g. \'{"BookmarkBarEnabled": true}\'');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('expected a JSON object');
+  return parsed as Record<string, unknown>;
+}

@@ -1,3 +1,4 @@
+import type { WatchSession } from '../src/api/watch.js';
 import { styleText } from 'node:util';
 import { CommanderError } from 'commander';
 import { ApiCallError } from '../src/client.js';
@@ -125,4 +126,18 @@ export function duration(ms: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m`;
   if (s < 86400) return `${Math.floor(s / 3600)}h`;
   return `${Math.floor(s / 86400)}d`;
+}
+
+/** Time left as m:ss (or 1h05m), for the inactivity countdown. */
+export function countdown(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  if (s >= 3600) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** What the TIMEOUT column says: the countdown, or why there is none. */
+export function timeLeft(w: WatchSession, now: number): string {
+  if (w.timeout_at) return countdown(Date.parse(w.timeout_at) - now);
+  if (w.cdp_clients + w.viewers > 0) return 'in use';
+  return w.session.pool ? 'pool idle' : '—';
 }

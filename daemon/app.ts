@@ -52,6 +52,7 @@ import { SessionManager } from './sessions/manager.js';
 import { Standby } from './sessions/ready/standby.js';
 import { burstBudgetMb, burstHoldMs, forgetAfterMs, spareBoxCount, type StandbySet } from '../src/standby.js';
 import { SpareBoxes } from './sessions/ready/spare-boxes.js';
+import { ChromePolicies } from './features/chrome-policy.js';
 import { newId } from '../src/ids.js';
 import { Store } from './lib/state/store.js';
 import { admissionLimits, LaunchAdmission, sessionCapacity } from './sessions/admission.js';
@@ -224,7 +225,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     publicUrl,
     log: opts.log,
     // Order matters: the profile's user data is in place before extensions and the rest launch.
-    features: [profiles, extensions, proxies, stealth, invocations, replays, telemetry, machineSize],
+    features: [profiles, extensions, proxies, stealth, invocations, replays, telemetry, machineSize, new ChromePolicies()],
     runtime: {
       home: opts.home,
       sessionsDir: paths.sessionsDir,

@@ -6,6 +6,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import WebSocket from 'ws';
 import type { CliResult as Result } from './helpers/daemon.js';
 import { CLI, ROOT, callApi, cleanEnv, startTestDaemon, type TestDaemon, sansUsage } from './helpers/daemon.js';
 import { installCommand, SYSTEM_DEPS } from '../src/system-deps.js';
@@ -123,7 +124,7 @@ describe('rbrowse CLI', () => {
       assertOk(ls, 'ls (auto-start)');
       assert.deepEqual(
         lines(out(ls)).map((l) => l.split(/\s+/)),
-        [['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'AGE', 'STATUS']],
+        [['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'LEFT', 'AGE', 'STATUS']],
       );
       const status4 = parseJson<Status>(await d.cli(['daemon', 'status', '--json']), 'daemon status --json');
       assert.equal(status4.running, true);
@@ -210,6 +211,25 @@ describe('rbrowse CLI', () => {
       const lsB = await cli(['--api-key', keyB, 'ls', '-q']);
       assertOk(lsB, 'ls -q with --api-key');
       assert.deepEqual(lines(out(lsB)), [idB]);
+
+      // The table says how long each session has left: a countdown without a client, "in use" with one.
+      const leftOf = async (id: string) => {
+        const [header, ...rows] = lines(out(await cli(['ls'])));
+        const row = rows.find((l) => l.startsWith(id));
+        assert.ok(header && row, `ls shows ${id}`);
+        return row.slice(header.indexOf('LEFT'), header.indexOf('AGE')).trim();
+      };
+      const idle = await leftOf(idA);
+      assert.match(idle, /^\d+:\d\d$/);
+      const [m, sec] = idle.split(':').map(Number);
+      assert.ok(m! * 60 + sec! <= sa.body.timeout_seconds && m! * 60 + sec! > 0, `${idle} left of ${sa.body.timeout_seconds}s`);
+      const client = new WebSocket(sa.body.cdp_ws_url);
+      await new Promise((resolve, reject) => client.once('open', resolve).once('error', reject));
+      try {
+        assert.equal(await leftOf(idA), 'in use');
+      } finally {
+        client.close();
+      }
       const getCross = await cli(['--api-key', keyB, 'browsers', 'get', idA]);
       assert.notEqual(getCross.exitCode, 0);
       assert.match(err(getCross), /not_found/);

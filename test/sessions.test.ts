@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import Kernel from '@onkernel/sdk';
 import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright';
@@ -214,6 +215,53 @@ describe('sessions', () => {
     assert.equal(renamed.body.name, 'renamed');
     assert.equal((await d.api('PATCH', '/browsers/nosuchsession', {})).status, 404);
     await d.api('DELETE', `/browsers/${s.session_id}`);
+  });
+
+  test("chrome_policy: the session's browser runs with its managed policies, which no other session and not the host sees; policies rbrowse manages are refused", async () => {
+    const blocked = `${fixtures.url}/hello.html`;
+    const chrome_policy = { URLBlocklist: [blocked.replace(/^http:\/\//, '')], BookmarkBarEnabled: true };
+    const s = await create({ headless: true, chrome_policy });
+    const plain = await create({ headless: true });
+    try {
+      assert.deepEqual(s.chrome_policy, chrome_policy);
+      assert.equal((await d.api('GET', `/browsers/${s.session_id}`)).body.chrome_policy.URLBlocklist[0], chrome_policy.URLBlocklist[0]);
+      assert.equal(plain.chrome_policy, undefined);
+      const outcome = async (cdpUrl: string, url: string) => {
+        const browser = await chromium.connectOverCDP(cdpUrl);
+        try {
+          const page = browser.contexts()[0]!.pages()[0]!;
+          return await page.goto(url).then(
+            () => 'loaded',
+            (err: Error) => /ERR_BLOCKED_BY_ADMINISTRATOR/.exec(err.message)?.[0] ?? err.message,
+          );
+        } finally {
+          await browser.close();
+        }
+      };
+      assert.equal(await outcome(s.cdp_ws_url, blocked), 'ERR_BLOCKED_BY_ADMINISTRATOR');
+      assert.equal(await outcome(s.cdp_ws_url, `${fixtures.url}/events.html`), 'loaded', 'only what the policy names is blocked');
+      assert.equal(await outcome(plain.cdp_ws_url, blocked), 'loaded', 'another session has no such policy');
+      assert.equal(existsSync('/etc/chromium/policies/managed/rbrowse.json'), false, "the host's Chromium has none");
+    } finally {
+      await d.api('DELETE', `/browsers/${s.session_id}`);
+      await d.api('DELETE', `/browsers/${plain.session_id}`);
+    }
+    for (const managed of [{ ProxyMode: 'direct' }, { ExtensionInstallForcelist: [] }, { RemoteDebuggingAllowed: false }]) {
+      const refused = await d.api('POST', '/browsers', { headless: true, chrome_policy: managed });
+      assert.equal(refused.status, 400, refused.text);
+      assert.match(refused.body.message, new RegExp(`chrome_policy: ${Object.keys(managed)[0]} is managed by rbrowse`));
+    }
+    const badName = await d.api('POST', '/browsers', { headless: true, chrome_policy: { 'not a policy': 1 } });
+    assert.equal(badName.status, 400, badName.text);
+    // The CLI takes it as JSON, and refuses what is not an object before sending anything.
+    const cli = await d.cli(['create', '--headless', '--chrome-policy', '{"BookmarkBarEnabled": true}', '--json']);
+    assert.equal(cli.exitCode, 0, cli.stderr);
+    const made = JSON.parse(cli.stdout);
+    assert.deepEqual(made.chrome_policy, { BookmarkBarEnabled: true });
+    assert.equal((await d.api('DELETE', `/browsers/${made.session_id}`)).status, 204);
+    const notJson = await d.cli(['create', '--headless', '--chrome-policy', '[1]']);
+    assert.equal(notJson.exitCode, 2, notJson.stderr);
+    assert.match(notJson.stderr, /expected a JSON object/);
   });
 
   test("another organization's sessions are invisible", async () => {

@@ -8,9 +8,9 @@ import { clientFor } from '../context.js';
 import { profileArg, profileSelection } from './profiles.js';
 import { extensionSelections } from './extensions.js';
 import { covers } from '../operations.js';
-import { count, seconds, tag, viewport } from '../arg-parsers.js';
+import { count, jsonObject, seconds, tag, viewport } from '../arg-parsers.js';
 import { deleteEach } from '../delete-each.js';
-import { age, printFields, printJson, printList } from '../output.js';
+import { age, printFields, printJson, printList, timeLeft } from '../output.js';
 import { listPages } from '../paging.js';
 import { withProgress } from '../progress.js';
 
@@ -71,6 +71,7 @@ export function createCommand(name: string): Command {
     .option('--extension <name>', 'load an uploaded extension (id or name; repeatable, up to 20)', (v: string, prev: string[] = []) => [...prev, v])
     .option('--proxy <id>', 'route the traffic through this proxy (rbrowse proxies create)')
     .option('--telemetry [categories]', 'capture telemetry: the default set, plus these (comma-separated: console,network,page)', telemetryArg)
+    .option('--chrome-policy <json>', 'Chrome enterprise policies for this browser, as a JSON object', jsonObject)
     .option('--json', 'print the API object')
     .option('-q, --quiet', 'print the session id only')
     .addHelpText('after', '\nExamples:\n  rbrowse create --viewport 1024x768 --timeout-seconds 300\n  id=$(rbrowse create --headless -q)')
@@ -87,6 +88,7 @@ export function createCommand(name: string): Command {
         ...(o.tag ? { tags: o.tag } : {}),
         ...(o.proxy ? { proxy_id: o.proxy } : {}),
         ...(o.telemetry ? { telemetry: telemetryArg(o.telemetry) } : {}),
+        ...(o.chromePolicy ? { chrome_policy: o.chromePolicy } : {}),
       };
       const client = await clientFor(cmd);
       if (o.profile) body.profile = await profileSelection(client, o.profile);
@@ -121,24 +123,33 @@ export function listCommand(name: string): Command {
     .addHelpText('after', '\nExamples:\n  rbrowse ls --status all\n  rbrowse ls -q | xargs rbrowse rm')
     .action(async (o, cmd: Command) => {
       const client = await clientFor(cmd);
+      // A table says how long each running session has left; the API object does not (Kernel's), the watch feed does.
+      const activity = o.json || o.quiet || o.status === 'deleted' ? undefined : client.call('watchSnapshot', {}).catch(() => undefined);
       const items = await listPages(o, (page) =>
         client.request('listBrowsers', { query: { status: o.status, ...(o.query ? { query: o.query } : {}), ...page } }),
       );
+      const snapshot = await activity;
+      const running = new Map(snapshot?.sessions.map((w) => [w.session.session_id, w]));
+      const now = snapshot ? Date.parse(snapshot.server_time) : Date.now();
       printList(items, o, {
         id: (s) => s.session_id,
-        headers: ['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'AGE', 'STATUS'],
-        row: (s) => [
-          s.session_id,
-          s.name ?? '',
-          s.headless ? 'headless' : 'headful',
-          viewportText(s),
-          `${s.timeout_seconds}s`,
-          age(s.created_at),
-          s.deleted_at ? 'deleted' : 'active',
-        ],
+        headers: ['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'TIMEOUT', 'LEFT', 'AGE', 'STATUS'],
+        row: (s) => {
+          const w = running.get(s.session_id);
+          return [
+            s.session_id,
+            s.name ?? '',
+            s.headless ? 'headless' : 'headful',
+            viewportText(s),
+            `${s.timeout_seconds}s`,
+            w ? timeLeft(w, now) : '',
+            age(s.created_at),
+            s.deleted_at ? 'deleted' : 'active',
+          ];
+        },
       });
     });
-  return covers(cmd, 'listBrowsers');
+  return covers(cmd, 'listBrowsers', 'watchSnapshot');
 }
 
 export function deleteCommand(name: string): Command {

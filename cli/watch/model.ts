@@ -1,21 +1,7 @@
 import type { BrowserPool } from '../../src/api/schemas.js';
 import type { WatchInvocation, WatchSession } from '../../src/api/watch.js';
 import { viewportText } from '../commands/browsers.js';
-import { age } from '../output.js';
-
-/** Time left as m:ss (or 1h05m), for the inactivity countdown. */
-export function countdown(ms: number): string {
-  const s = Math.max(0, Math.ceil(ms / 1000));
-  if (s >= 3600) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
-  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
-}
-
-/** What the TIMEOUT column says: the countdown, or why there is none. */
-export function timeLeft(w: WatchSession, now: number): string {
-  if (w.timeout_at) return countdown(Date.parse(w.timeout_at) - now);
-  if (w.cdp_clients + w.viewers > 0) return 'in use';
-  return w.session.pool ? 'pool idle' : '—';
-}
+import { age, timeLeft } from '../output.js';
 
 export const SESSION_HEADERS = ['SESSION', 'NAME', 'MODE', 'VIEWPORT', 'AGE', 'CDP', 'VIEWERS', 'TIMEOUT', 'POOL', 'INVOCATION'];
 

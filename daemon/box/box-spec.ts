@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import type { BoxSpec } from './launcher.js';
 import type { BoxLimits } from './limits.js';
 import type { BoxUids } from './uids.js';
@@ -29,7 +29,6 @@ const ETC_ALLOWED = [
   'alternatives',
   'ca-certificates',
   'ca-certificates.conf',
-  'chromium',
   'chromium.d',
   'fonts',
   'gai.conf',
@@ -60,6 +59,35 @@ const ETC_ALLOWED = [
   'java-17-openjdk',
   'ImageMagick-6',
 ];
+/**
+ * Chromium's configuration: the host's, read-only, except its managed policies, which are the
+ * session's own directory (on its disk), where a create's `chrome_policy` is written; the host's
+ * managed policy files are bound into it.
+ */
+const CHROMIUM_ETC = '/etc/chromium';
+export const MANAGED_POLICIES = `${CHROMIUM_ETC}/policies/managed`;
+
+/** The host's /etc/chromium entries a box sees: all but its policies, of which only the recommended ones. */
+function hostChromiumEtc(): string[] {
+  const entries = readdirOr(CHROMIUM_ETC).filter((e) => e !== 'policies');
+  return existsSync(`${CHROMIUM_ETC}/policies/recommended`) ? [...entries, 'policies/recommended'] : entries;
+}
+
+function hostManagedPolicies(): string[] {
+  return readdirOr(MANAGED_POLICIES).filter((f) => f.endsWith('.json') && f !== SESSION_POLICY_FILE);
+}
+
+/** The file a session's chrome_policy is written to, in MANAGED_POLICIES. */
+export const SESSION_POLICY_FILE = 'rbrowse.json';
+
+function readdirOr(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 /** Read-only outside /usr and /etc: caches that make fonts and programs start fast. */
 const OTHER_ALLOWED = ['/var/cache/fontconfig', '/var/lib/dbus/machine-id'];
 /** The merged-/usr links of a Debian root (real directories on older systems, bound as they are then). */
@@ -103,6 +131,8 @@ export interface BoxSpecInput {
 export const DISK_LAYOUT = [
   { path: 'home', mode: 0o700 },
   { path: 'home/user-data', mode: 0o700 },
+  // The browser's managed Chrome policies (/etc/chromium/policies/managed): a session's `chrome_policy`.
+  { path: 'policies', mode: 0o755 },
   { path: 'home/Downloads', mode: 0o755 },
   { path: 'home/.config', mode: 0o700 },
   { path: 'home/.cache', mode: 0o700 },
@@ -187,13 +217,21 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
     '/usr',
     ...rootLinkArgs(),
     // bubblewrap makes directories and data files 0700 and 0600 unless told otherwise.
-    ...['/etc', '/opt', BOX_RUNTIME, BOX_BIN, '/home', '/var', '/var/cache', '/var/lib', '/var/lib/dbus'].flatMap((d) => [
-      '--perms',
-      '0755',
-      '--dir',
-      d,
-    ]),
+    ...[
+      '/etc',
+      CHROMIUM_ETC,
+      `${CHROMIUM_ETC}/policies`,
+      '/opt',
+      BOX_RUNTIME,
+      BOX_BIN,
+      '/home',
+      '/var',
+      '/var/cache',
+      '/var/lib',
+      '/var/lib/dbus',
+    ].flatMap((d) => ['--perms', '0755', '--dir', d]),
     ...ETC_ALLOWED.flatMap((e) => ['--ro-bind-try', `/etc/${e}`, `/etc/${e}`]),
+    ...hostChromiumEtc().flatMap((e) => ['--ro-bind-try', `${CHROMIUM_ETC}/${e}`, `${CHROMIUM_ETC}/${e}`]),
     ...etcFiles.flatMap(([dest, content]) => ['--perms', '0644', '--ro-bind-data', dataFile(content), dest]),
     ...OTHER_ALLOWED.flatMap((p) => ['--ro-bind-try', p, p]),
     '--proc',
@@ -221,12 +259,15 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
   const pendingBinds: [string, string, boolean][] = [
     [`${input.disk.dir}/home`, BOX_USER.home, true],
     [`${input.disk.dir}/tmp`, '/tmp', true],
+    [`${input.disk.dir}/policies`, MANAGED_POLICIES, true],
     [realpathSync(input.runtime.node), BOX_NODE, false],
     [input.runtime.daemonDir, `${BOX_RUNTIME}/daemon`, false],
     [input.runtime.nodeModules, `${BOX_RUNTIME}/node_modules`, false],
     ...(input.binds ?? []).map((b): [string, string, boolean] => [b.host, b.inside, Boolean(b.writable)]),
   ];
   for (const [host, inside, writable] of pendingBinds) bindFd(host, inside, writable);
+  // The host's own managed policies still apply, beside the session's (bound over its directory above).
+  for (const f of hostManagedPolicies()) bwrapArgs.push('--ro-bind-try', `${MANAGED_POLICIES}/${f}`, `${MANAGED_POLICIES}/${f}`);
   bwrapArgs.push(
     '--clearenv',
     '--setenv',

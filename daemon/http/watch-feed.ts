@@ -108,7 +108,8 @@ export class WatchFeed {
     }
   }
 
-  private snapshot(org: OrgRecord): WatchSnapshot {
+  /** What the org has running now, as a snapshot event carries it (GET /watch/snapshot too). */
+  snapshot(org: OrgRecord): WatchSnapshot {
     return {
       event: 'snapshot',
       server_time: new Date().toISOString(),

@@ -17,6 +17,7 @@ export function sessionBody(c: BrowserPoolConfig): CreateBrowserBody {
     ...(c.extensions ? { extensions: c.extensions } : {}),
     ...(c.proxy_id ? { proxy_id: c.proxy_id } : {}),
     ...(c.start_url ? { start_url: c.start_url } : {}),
+    ...(c.chrome_policy ? { chrome_policy: c.chrome_policy } : {}),
   };
 }
 
@@ -40,12 +41,13 @@ export function configFromCreate(body: CreatePoolBody): BrowserPoolConfig {
     ...(body.extensions?.length ? { extensions: body.extensions.map(selector) } : {}),
     ...(body.proxy_id ? { proxy_id: body.proxy_id } : {}),
     ...(body.start_url ? { start_url: body.start_url } : {}),
+    ...(body.chrome_policy && Object.keys(body.chrome_policy).length ? { chrome_policy: body.chrome_policy } : {}),
   };
 }
 
 /**
  * The configuration after a PATCH: omitted fields stay, "" clears proxy_id and start_url,
- * {"id": ""} clears the profile, [] the extensions, and an empty name changes nothing.
+ * {"id": ""} the profile, [] the extensions, {} the Chrome policies, and an empty name changes nothing.
  */
 export function configFromUpdate(old: BrowserPoolConfig, body: UpdatePoolBody): BrowserPoolConfig {
   const next: BrowserPoolConfig = { ...old };
@@ -65,6 +67,10 @@ export function configFromUpdate(old: BrowserPoolConfig, body: UpdatePoolBody): 
   for (const key of ['proxy_id', 'start_url'] as const) {
     if (body[key] === '') delete next[key];
     else if (body[key] !== undefined) next[key] = body[key];
+  }
+  if (body.chrome_policy) {
+    if (Object.keys(body.chrome_policy).length) next.chrome_policy = body.chrome_policy;
+    else delete next.chrome_policy;
   }
   return next;
 }

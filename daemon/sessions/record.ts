@@ -33,6 +33,8 @@ export interface SessionRecord {
   region?: string;
   memory?: string;
   network?: { private_hosts?: string[] };
+  /** Kernel's chrome_policy: the managed Chrome policies its browser was launched with. */
+  chrome_policy?: Record<string, unknown>;
   /** A stealth session that goes direct instead of through the default stealth proxy (RBROWSE_STEALTH_PROXY). */
   disable_default_proxy?: boolean;
   invocation_id?: string;

@@ -153,6 +153,18 @@ export const NetworkSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * Kernel's `chrome_policy`: Chrome enterprise policies by name, applied to the session's browser
+ * as managed policies. Their values are Chromium's to check (a value of the wrong type is ignored
+ * there, as in any managed Chrome); the policies rbrowse itself manages are refused.
+ */
+export const ChromePolicySchema = Type.Record(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9]{0,99}$' }), Type.Unknown(), {
+  maxProperties: 500,
+  additionalProperties: false,
+  description:
+    'Chrome enterprise policy overrides (https://chromeenterprise.google/policies/), by policy name; the ones rbrowse manages (extensions, proxy, remote debugging and developer tools) are refused',
+});
+
 /** Kernel's regions: a local daemon has one (the machine), and keeps whichever a client names. */
 export const RegionSchema = Type.Union([Type.Literal('us-east'), Type.Literal('eu-west')]);
 
@@ -169,6 +181,7 @@ export const CreateBrowserSchema = Type.Object(
     proxy: Type.Optional(BrowserProxySelectionSchema),
     region: Type.Optional(RegionSchema),
     network: Type.Optional(NetworkSchema),
+    chrome_policy: Type.Optional(ChromePolicySchema),
     memory: Type.Optional(
       Type.Union([Type.Literal('8GiB'), Type.Literal('16GiB')], { description: "The session's memory limit (its box's), raised to this size" }),
     ),
@@ -250,6 +263,9 @@ export const BrowserSessionSchema = Type.Object(
     timeout_seconds: Type.Integer(),
     region: Type.String({ description: 'The region asked for on create (us-east by default); the browser runs on this machine' }),
     network: Type.Optional(NetworkSchema),
+    chrome_policy: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'The Chrome enterprise policies applied to this browser' }),
+    ),
     memory: Type.String({
       description: "Kernel's name of the session's memory limit: the size asked for, or the smallest that covers the configured one",
     }),
@@ -349,8 +365,9 @@ export const CdpVersionSchema = Type.Object(
 export const JwtQuerySchema = Type.Object({ jwt: Type.Optional(Type.String()) });
 
 // Browser pools. A pool's browsers take the session fields of POST /browsers, with the same schemas.
-const { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, name, tags } = CreateBrowserSchema.properties;
-const poolSessionFields = { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url };
+const { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, chrome_policy, name, tags } =
+  CreateBrowserSchema.properties;
+const poolSessionFields = { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, chrome_policy };
 
 export const PoolNameSchema = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._-]+$' });
 const PoolSizeSchema = Type.Integer({ minimum: 1, maximum: 50, description: 'Browsers kept in the pool, idle and acquired' });
@@ -405,6 +422,7 @@ export const BrowserPoolConfigSchema = Type.Object({
   extensions: Type.Optional(Type.Array(Type.Object({ id: Type.Optional(Type.String()), name: Type.Optional(Type.String()) }))),
   proxy_id: Type.Optional(Type.String()),
   start_url: Type.Optional(Type.String()),
+  chrome_policy: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 export type BrowserPoolConfig = Static<typeof BrowserPoolConfigSchema>;
 

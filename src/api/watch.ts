@@ -51,4 +51,13 @@ export const watchRoutes = {
     success: { status: 200, body: null },
     produces: 'text/event-stream',
   },
+  watchSnapshot: {
+    method: 'GET',
+    url: '/watch/snapshot',
+    auth: 'key',
+    summary:
+      "The feed's snapshot now, as one JSON object: the org's running sessions (with connected clients and when each times out), pools and invocations",
+    tag: 'daemon',
+    success: { status: 200, body: WatchSnapshotSchema },
+  },
 } as const satisfies Record<string, RouteDef>;
