@@ -65,6 +65,8 @@ async function pageOf(cdpUrl: string): Promise<{ browser: Browser; page: import(
 describe('warm standby', { timeout: 300_000 }, () => {
   test('a create takes a ready browser, which is refilled, and carries nothing of the session before it', async () => {
     await standbyReady(d, HEADLESS);
+    const tally = async () => (await d.api('GET', '/health', undefined, null)).body.standby_served;
+    const before = await tally();
     const a = await kernel.browsers.create({ headless: true });
     assert.ok((await standbyIds(d)).includes(a.session_id), 'the create was served by a standby browser');
     assert.equal(await readyCount(d, HEADLESS), 0, 'taken');
@@ -89,6 +91,16 @@ describe('warm standby', { timeout: 300_000 }, () => {
     const b = await kernel.browsers.create({ headless: true });
     assert.notEqual(b.session_id, a.session_id);
     assert.ok((await standbyIds(d)).includes(b.session_id), 'the next create was served by the refill');
+    const after = await tally();
+    assert.deepEqual(
+      {
+        creates: after.creates - before.creates,
+        from_ready: after.from_ready - before.from_ready,
+        from_launch: after.from_launch - before.from_launch,
+      },
+      { creates: 2, from_ready: 2, from_launch: 0 },
+      '/health counts both creates as served by a ready browser',
+    );
     const next = await pageOf(b.cdp_ws_url);
     try {
       assert.equal(next.page.url(), 'about:blank');
