@@ -278,9 +278,10 @@ describe('live view of a headless session', () => {
     const cdp = await chromium.connectOverCDP(s.cdp_ws_url);
     const page = cdp.contexts()[0]!.pages()[0]!;
     await page.goto(`${fixtures.url}/liveview.html`);
-    // The page's own size (a headless window's page is shorter than its window): a viewer window
+    // A headless session's page is its viewport, as in Kernel's headless browsers; a viewer window
     // of that size shows it 1:1, so the viewer's points are the page's.
     const [w, h] = (await page.evaluate(() => [innerWidth, innerHeight])) as [number, number];
+    assert.deepEqual([w, h], [1024, 768], 'the page fills the viewport');
     const view = await openLiveView(viewer, lv.body.url, { width: w, height: h });
     try {
       const quadrants: [number, number][] = [

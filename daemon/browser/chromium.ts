@@ -137,7 +137,10 @@ export function chromiumArgs(o: Omit<ChromiumOptions, 'box'>): string[] {
     ...(o.noSandbox ? ['--no-sandbox'] : []),
     // Headless Chromium otherwise reports an 800x600 screen whatever the window size.
     ...(o.headless ? ['--headless', `--screen-info={${o.width}x${o.height}}`] : ['--ozone-platform=x11']),
-    ...(o.kiosk ? ['--kiosk'] : []),
+    // Headless Chromium lays its page out below a tab strip and toolbar nobody sees: a 1024x768
+    // window held a 1024x625 page. Kiosk has none, so the page is the viewport, as in Kernel's
+    // headless browsers; headless, kiosk changes nothing else anyone sees.
+    ...(o.kiosk || o.headless ? ['--kiosk'] : []),
     ...(o.extraArgs ?? []),
     o.startUrl ?? 'about:blank',
   ]);
