@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Kernel from '@onkernel/sdk';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 
 let d: TestDaemon;
@@ -101,3 +101,82 @@ async function titleOfHello(): Promise<string> {
   const html = await (await fetch(`${fixtures.url}/hello.html`)).text();
   return /<title>([^<]*)<\/title>/.exec(html)?.[1] ?? '';
 }
+
+describe('Playwright executors', () => {
+  test('a named executor owns a background tab; calls on one run one at a time, on others at once; list, the limit of 8 (409), delete', async () => {
+    const sid = (await kernel.browsers.create({ headless: true, timeout_seconds: 300 })).session_id;
+    const exec = async (body: { code: string; executor?: string; timeout_sec?: number }) => {
+      const res = await d.api('POST', `/browsers/${sid}/playwright/execute`, body);
+      assert.equal(res.status, 200, res.text);
+      return res.body;
+    };
+    const hello = `${fixtures.url}/hello.html`;
+    const events = `${fixtures.url}/events.html`;
+    try {
+      const active = await exec({ code: `await page.goto(${JSON.stringify(hello)}); return page.url();` });
+      assert.equal(active.success, true, active.error);
+      assert.equal(active.tab.created, false, 'the default executor drives the active tab');
+      const first = await exec({ executor: 'x', code: `await page.goto(${JSON.stringify(events)}); return page.url();` });
+      assert.equal(first.success, true, first.error);
+      assert.equal(first.result, events);
+      assert.equal(first.tab.created, true, 'its first call opens its tab');
+      assert.notEqual(first.tab.target_id, active.tab.target_id);
+      const again = await exec({ executor: 'x', code: 'return page.url();' });
+      assert.deepEqual([again.result, again.tab], [events, { created: false, target_id: first.tab.target_id }], 'later calls get the same tab');
+      assert.equal((await exec({ code: 'return page.url();' })).result, hello, 'the active tab was left alone');
+
+      // One at a time on an executor, at once across executors.
+      const span = `const start = Date.now(); await new Promise((r) => setTimeout(r, 1500)); return [start, Date.now()];`;
+      const [x1, x2, y] = await Promise.all([
+        exec({ executor: 'x', code: span }),
+        exec({ executor: 'x', code: span }),
+        exec({ executor: 'y', code: span }),
+      ]);
+      type Span = [number, number];
+      const [[s1, e1], [s2, e2], [s3, e3]] = [x1.result, x2.result, y.result] as [Span, Span, Span];
+      assert.ok(s2 >= e1 || s1 >= e2, `calls on x overlapped: ${JSON.stringify([x1.result, x2.result])}`);
+      assert.ok(s3 < Math.max(e1, e2) && e3 > Math.min(s1, s2), `y waited for x: ${JSON.stringify([x1.result, x2.result, y.result])}`);
+
+      const listed = (await d.api('GET', `/browsers/${sid}/playwright/executors`)).body.executors;
+      assert.deepEqual(
+        listed.map((e: { name: string }) => e.name),
+        ['default', 'x', 'y'],
+      );
+      const x = listed.find((e: { name: string }) => e.name === 'x');
+      assert.deepEqual([x.busy, x.target_id, x.url], [false, first.tab.target_id, events]);
+      assert.equal(listed[0].target_id, undefined, 'the default executor owns no tab');
+
+      // Eight named at most; the ninth is a 409 that lists them.
+      const more = ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'];
+      for (const r of await Promise.all(more.map((executor) => exec({ executor, code: 'return 1;' })))) assert.equal(r.success, true, r.error);
+      const ninth = await d.api('POST', `/browsers/${sid}/playwright/execute`, { executor: 'n7', code: 'return 1;' });
+      assert.equal(ninth.status, 409, ninth.text);
+      assert.equal(ninth.body.executors.length, 9);
+
+      // Deleting fails the call running on it and closes its tab; the default one is restarted, not removed.
+      const long = exec({ executor: 'x', code: 'await new Promise((r) => setTimeout(r, 60_000));', timeout_sec: 120 });
+      const busy = async (name: string) =>
+        (await d.api('GET', `/browsers/${sid}/playwright/executors`)).body.executors.find((e: { name: string }) => e.name === name)?.busy;
+      await waitFor(() => busy('x'), 30_000, 'x to run');
+      assert.equal((await d.api('DELETE', `/browsers/${sid}/playwright/executors/x`)).status, 204);
+      const cut = await long;
+      assert.deepEqual([cut.success, cut.error], [false, 'the executor x was deleted']);
+      const after = (await d.api('GET', `/browsers/${sid}/playwright/executors`)).body.executors;
+      assert.equal(after.length, 8);
+      const pages = await exec({ code: 'return context.pages().map((p) => p.url());' });
+      assert.ok(!pages.result.includes(events), `x's tab was closed: ${pages.result}`);
+      const longDefault = exec({ code: 'await new Promise((r) => setTimeout(r, 60_000));', timeout_sec: 120 });
+      await waitFor(() => busy('default'), 30_000, 'default to run');
+      assert.equal((await d.api('DELETE', `/browsers/${sid}/playwright/executors/default`)).status, 204);
+      assert.equal((await longDefault).error, 'the executor default was restarted');
+      assert.equal((await exec({ code: 'return 2;' })).result, 2, 'the default executor runs on');
+      assert.equal((await d.api('DELETE', `/browsers/${sid}/playwright/executors/nope`)).status, 404);
+      // The CLI lists them.
+      const cli = await d.cli(['executors', 'ls', sid, '-q']);
+      assert.equal(cli.exitCode, 0, cli.stderr);
+      assert.deepEqual(cli.stdout.trim().split('\n'), ['default', 'y', ...more]);
+    } finally {
+      await kernel.browsers.deleteByID(sid);
+    }
+  });
+});

@@ -11,6 +11,7 @@ export const ErrorBodySchema = Type.Object(
     message: Type.String(),
     details: Type.Optional(Type.Array(ErrorDetailSchema)),
     inner_error: Type.Optional(ErrorDetailSchema),
+    executors: Type.Optional(Type.Array(Type.Unknown(), { description: 'A 409 for one Playwright executor too many: the ones that exist' })),
   },
   { description: 'The error body of every error response' },
 );

@@ -1,11 +1,16 @@
-import { executePlaywright } from '../../in-session/playwright/execute.js';
+import { executorsOf } from '../../in-session/playwright/executors.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 import { clientGone } from './process.js';
 
-export function playwrightHandlers(sessions: SessionManager): HandlerGroup<'playwrightExecute'> {
+export function playwrightHandlers(
+  sessions: SessionManager,
+): HandlerGroup<'playwrightExecute' | 'listPlaywrightExecutors' | 'deletePlaywrightExecutor'> {
   return {
     playwrightExecute: ({ org, params, body, reply }) =>
-      sessions.withSession(org, params.id, (s) => executePlaywright(s, sessions.cdpUrlInBox(s), body, clientGone(reply))),
+      sessions.withSession(org, params.id, (s) => executorsOf(s).execute(sessions.cdpUrlInBox(s), body, clientGone(reply))),
+    listPlaywrightExecutors: ({ org, params }) => sessions.withSession(org, params.id, (s) => executorsOf(s).list()),
+    deletePlaywrightExecutor: ({ org, params, query }) =>
+      sessions.withSession(org, params.id, (s) => executorsOf(s).delete(params.name, query.close_tab ?? true)),
   };
 }

@@ -13,6 +13,7 @@ interface RunnerAnswer {
   result?: unknown;
   error?: string;
   stack?: string;
+  tab?: { created: boolean; target_id: string };
 }
 
 /**
@@ -27,11 +28,13 @@ export async function executePlaywright(
   cdpUrl: string,
   body: PlaywrightExecuteBody,
   abort: AbortSignal,
+  /** The tab `page` is bound to (a named executor's); the active one otherwise. */
+  targetId?: string,
 ): Promise<PlaywrightExecuteResult> {
   const timeoutSec = body.timeout_sec ?? DEFAULT_TIMEOUT_SEC;
   const r = await processesOf(session).runToEnd(
     { command: BOX_NODE, args: [RUNNER_PATH], timeout_sec: timeoutSec },
-    { abort, input: JSON.stringify({ code: body.code, cdp: cdpUrl }), resultPipe: true },
+    { abort, input: JSON.stringify({ code: body.code, cdp: cdpUrl, ...(targetId ? { targetId } : {}) }), resultPipe: true },
   );
   const stdout = r.stdout.toString();
   const stderr = r.stderr.toString();
@@ -42,6 +45,7 @@ export async function executePlaywright(
   } catch {
     return { success: false, error: `the code's process ended without an answer (exit code ${r.exitCode})`, stdout, stderr };
   }
-  if (answer.success) return { success: true, result: answer.result ?? null, stdout, stderr };
-  return { success: false, error: answer.error ?? 'failed', stdout, stderr: answer.stack ? `${stderr}${answer.stack}\n` : stderr };
+  const tab = answer.tab ? { tab: answer.tab } : {};
+  if (answer.success) return { success: true, result: answer.result ?? null, stdout, stderr, ...tab };
+  return { success: false, error: answer.error ?? 'failed', stdout, stderr: answer.stack ? `${stderr}${answer.stack}\n` : stderr, ...tab };
 }

@@ -1,7 +1,8 @@
 // One Playwright execution (POST /browsers/{id}/playwright/execute), in a process of its own
-// inside the session's namespace: the daemon sends {code, cdp} on stdin and reads one JSON answer
-// from fd 3, so whatever the code prints stays its stdout and stderr. A loop or a crash here
-// ends this process only; the daemon kills it at the timeout.
+// inside the session's namespace: the daemon sends {code, cdp, targetId?} on stdin and reads one
+// JSON answer from fd 3, so whatever the code prints stays its stdout and stderr. A loop or a
+// crash here ends this process only; the daemon kills it at the timeout. With targetId (a named
+// executor's tab) `page` is that tab; without, the active one.
 import { writeSync } from 'node:fs';
 import { text } from 'node:stream/consumers';
 import { transform } from 'esbuild';
@@ -26,7 +27,7 @@ function safeJson(value) {
   }
 }
 
-const { code, cdp } = JSON.parse(await text(process.stdin));
+const { code, cdp, targetId } = JSON.parse(await text(process.stdin));
 
 // TypeScript as well as JavaScript: the body is compiled inside an async function, so top-level
 // await and return work, then taken out again.
@@ -43,11 +44,32 @@ const browser = await chromium
   .catch((err) => answer({ success: false, error: `could not connect to the session's browser: ${err.message}` }));
 connected = browser;
 const context = browser.contexts()[0] ?? (await browser.newContext());
-const page = context.pages()[0] ?? (await context.newPage());
+
+/** A page's CDP target id: what the daemon names tabs by. */
+async function targetOf(page) {
+  const cdpSession = await context.newCDPSession(page);
+  try {
+    return (await cdpSession.send('Target.getTargetInfo')).targetInfo.targetId;
+  } finally {
+    await cdpSession.detach().catch(() => {});
+  }
+}
+
+let page;
+let tab;
+if (targetId) {
+  for (const candidate of context.pages()) if ((await targetOf(candidate).catch(() => undefined)) === targetId) page = candidate;
+  if (!page) await answer({ success: false, error: "the executor's tab is gone" });
+} else {
+  page = context.pages()[0];
+  const created = !page;
+  page ??= await context.newPage();
+  tab = { created, target_id: await targetOf(page) };
+}
 const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
 try {
   const result = await new AsyncFunction('page', 'context', 'browser', body)(page, context, browser);
-  await answer({ success: true, result: result === undefined ? null : result });
+  await answer({ success: true, result: result === undefined ? null : result, tab });
 } catch (err) {
-  await answer({ success: false, error: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined });
+  await answer({ success: false, error: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined, tab });
 }
