@@ -125,17 +125,24 @@ describe('Playwright executors', () => {
       assert.deepEqual([again.result, again.tab], [events, { created: false, target_id: first.tab.target_id }], 'later calls get the same tab');
       assert.equal((await exec({ code: 'return page.url();' })).result, hello, 'the active tab was left alone');
 
-      // One at a time on an executor, at once across executors.
-      const span = `const start = Date.now(); await new Promise((r) => setTimeout(r, 1500)); return [start, Date.now()];`;
+      // One at a time on an executor, at once across executors: x's first call and y's each wait
+      // for the other's mark in the session's /tmp, which only calls running at once both see.
+      const handshake = (mine: string, theirs: string) => `
+        const { existsSync, writeFileSync } = await import('node:fs');
+        const start = Date.now();
+        writeFileSync('/tmp/${mine}', '');
+        while (!existsSync('/tmp/${theirs}') && Date.now() - start < 30_000) await new Promise((r) => setTimeout(r, 50));
+        return [start, Date.now(), existsSync('/tmp/${theirs}')];`;
+      const span = 'const start = Date.now(); await new Promise((r) => setTimeout(r, 500)); return [start, Date.now(), true];';
       const [x1, x2, y] = await Promise.all([
+        exec({ executor: 'x', code: handshake('x1', 'y') }),
         exec({ executor: 'x', code: span }),
-        exec({ executor: 'x', code: span }),
-        exec({ executor: 'y', code: span }),
+        exec({ executor: 'y', code: handshake('y', 'x1') }),
       ]);
-      type Span = [number, number];
-      const [[s1, e1], [s2, e2], [s3, e3]] = [x1.result, x2.result, y.result] as [Span, Span, Span];
+      type Span = [number, number, boolean];
+      const [[s1, e1, sawY], [s2, e2], [, , sawX]] = [x1.result, x2.result, y.result] as [Span, Span, Span];
       assert.ok(s2 >= e1 || s1 >= e2, `calls on x overlapped: ${JSON.stringify([x1.result, x2.result])}`);
-      assert.ok(s3 < Math.max(e1, e2) && e3 > Math.min(s1, s2), `y waited for x: ${JSON.stringify([x1.result, x2.result, y.result])}`);
+      assert.deepEqual([sawY, sawX], [true, true], `x and y ran at once: ${JSON.stringify([x1.result, y.result])}`);
 
       const listed = (await d.api('GET', `/browsers/${sid}/playwright/executors`)).body.executors;
       assert.deepEqual(

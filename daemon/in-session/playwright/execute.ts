@@ -28,13 +28,13 @@ export async function executePlaywright(
   cdpUrl: string,
   body: PlaywrightExecuteBody,
   abort: AbortSignal,
-  /** The tab `page` is bound to (a named executor's); the active one otherwise. */
-  targetId?: string,
+  /** The tab `page` is bound to (a named executor's); otherwise the active one, not one of `avoid` (the named executors' tabs). */
+  tabs: { targetId?: string; avoid?: string[] } = {},
 ): Promise<PlaywrightExecuteResult> {
   const timeoutSec = body.timeout_sec ?? DEFAULT_TIMEOUT_SEC;
   const r = await processesOf(session).runToEnd(
     { command: BOX_NODE, args: [RUNNER_PATH], timeout_sec: timeoutSec },
-    { abort, input: JSON.stringify({ code: body.code, cdp: cdpUrl, ...(targetId ? { targetId } : {}) }), resultPipe: true },
+    { abort, input: JSON.stringify({ code: body.code, cdp: cdpUrl, ...tabs }), resultPipe: true },
   );
   const stdout = r.stdout.toString();
   const stderr = r.stderr.toString();

@@ -63,7 +63,8 @@ export class PlaywrightExecutors implements SessionService {
       mine.running = running;
       try {
         const tab = name === DEFAULT ? undefined : await this.tabOf(mine);
-        const result = await executePlaywright(this.session, cdpUrl, body, AbortSignal.any([clientGone, running.signal]), tab?.target_id);
+        const tabs = tab ? { targetId: tab.target_id } : { avoid: this.ownedTabs() };
+        const result = await executePlaywright(this.session, cdpUrl, body, AbortSignal.any([clientGone, running.signal]), tabs);
         if (running.signal.aborted) return { success: false, error: String(running.signal.reason), stdout: result.stdout, stderr: result.stderr };
         return tab ? { ...result, tab } : result;
       } finally {
@@ -95,6 +96,11 @@ export class PlaywrightExecutors implements SessionService {
 
   stop(): void {
     for (const executor of this.executors.values()) executor.running?.abort('the session ended');
+  }
+
+  /** The tabs named executors own: the default one's `page` is never one of them. */
+  private ownedTabs(): string[] {
+    return [...this.executors.values()].flatMap((e) => (e.targetId ? [e.targetId] : []));
   }
 
   /** A named executor's tab, opened in the background when it has none (or it was closed). */

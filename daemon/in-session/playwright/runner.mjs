@@ -2,7 +2,8 @@
 // inside the session's namespace: the daemon sends {code, cdp, targetId?} on stdin and reads one
 // JSON answer from fd 3, so whatever the code prints stays its stdout and stderr. A loop or a
 // crash here ends this process only; the daemon kills it at the timeout. With targetId (a named
-// executor's tab) `page` is that tab; without, the active one.
+// executor's tab) `page` is that tab; without, the active one, never one of `avoid` (the named
+// executors' tabs).
 import { writeSync } from 'node:fs';
 import { text } from 'node:stream/consumers';
 import { transform } from 'esbuild';
@@ -27,7 +28,7 @@ function safeJson(value) {
   }
 }
 
-const { code, cdp, targetId } = JSON.parse(await text(process.stdin));
+const { code, cdp, targetId, avoid = [] } = JSON.parse(await text(process.stdin));
 
 // TypeScript as well as JavaScript: the body is compiled inside an async function, so top-level
 // await and return work, then taken out again.
@@ -61,10 +62,20 @@ if (targetId) {
   for (const candidate of context.pages()) if ((await targetOf(candidate).catch(() => undefined)) === targetId) page = candidate;
   if (!page) await answer({ success: false, error: "the executor's tab is gone" });
 } else {
-  page = context.pages()[0];
-  const created = !page;
-  page ??= await context.newPage();
-  tab = { created, target_id: await targetOf(page) };
+  // The active tab: not one a named executor owns (avoid), a visible one first. Playwright's
+  // order of pages is not the browser's, so the first page could be a named executor's tab.
+  const candidates = [];
+  for (const candidate of context.pages()) {
+    const id = await targetOf(candidate).catch(() => undefined);
+    if (id && !avoid.includes(id)) candidates.push({ page: candidate, id });
+  }
+  // A page held by a dialog never answers: it counts as not visible after a second.
+  const visibility = (p) => Promise.race([p.evaluate(() => document.visibilityState).catch(() => ''), new Promise((r) => setTimeout(r, 1000, ''))]);
+  const visible = [];
+  for (const c of candidates) if ((await visibility(c.page)) === 'visible') visible.push(c);
+  const chosen = visible[0] ?? candidates[0];
+  page = chosen?.page ?? (await context.newPage());
+  tab = { created: !chosen, target_id: chosen?.id ?? (await targetOf(page)) };
 }
 const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
 try {

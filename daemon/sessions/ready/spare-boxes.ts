@@ -56,7 +56,9 @@ export class SpareBoxes {
     let box: Box | undefined;
     while (!box && this.ready.length) {
       const next = this.ready.shift()!;
-      if (!next.isStopped) box = next;
+      // One whose network stopped while it waited would give its session none: a fresh one is better.
+      if (next.networkError) void next.stop();
+      else if (!next.isStopped) box = next;
     }
     if (box) this.served++;
     this.refill.kick();
