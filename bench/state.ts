@@ -87,7 +87,7 @@ async function measure(layout: 'history' | 'inline') {
       finish.push(performance.now() - t);
     }
     const bytes = (await stat(join(dir, 'state.json'))).size;
-    await Promise.all([sessionHistory.close(), invocationHistory.close()]);
+    await Promise.all([sessionHistory.close(), invocationHistory.close(), store.flushed()]);
     return { patch: summarize(patch), finish: summarize(finish), bytes };
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -353,9 +353,11 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await replays.close();
       await telemetryArchive.settled();
       await server.close();
-      await Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close(), store.flushed()]);
+      await Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]);
       await boxes.close();
       launcher.close();
+      // Last: whatever the steps above changed is in both copies of the state file before the exit.
+      await store.flushed();
     },
   };
 }

@@ -502,6 +502,7 @@ describe('Deployments.resolveAction against a real deployed app (in-process)', (
   let deployments: Deployments;
   let launcher: ProcessLauncher;
   let boxes: Boxes;
+  let store: Store;
   const org = { id: 'org-a', name: 'a', created_at: new Date().toISOString() };
   const otherOrg = { id: 'org-b', name: 'b', created_at: new Date().toISOString() };
 
@@ -509,13 +510,16 @@ describe('Deployments.resolveAction against a real deployed app (in-process)', (
     home = await mkdtemp(join(tmpdir(), 'rbrowse-deployments-'));
     launcher = new ProcessLauncher({ home, log: () => {} });
     boxes = await Boxes.create({ home, dir: join(home, 'boxes'), host: launcher, log: () => {} });
-    deployments = new Deployments({ store: await Store.open(join(home, 'state.json')), dir: join(home, 'apps'), boxes, log: () => {} });
+    store = await Store.open(join(home, 'state.json'));
+    deployments = new Deployments({ store, dir: join(home, 'apps'), boxes, log: () => {} });
   });
   after(async () => {
     await deployments?.close();
     for (const id of (await boxes?.leftoverDisks()) ?? []) await boxes.dropDisk(id);
     await boxes?.close();
     launcher?.close();
+    // The state file's last good copy is written after each change's answer: done before the home goes.
+    await store?.flushed();
     await rm(home, { recursive: true, force: true });
   });
 

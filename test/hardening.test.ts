@@ -253,7 +253,9 @@ describe('a failed state write (logic)', () => {
       );
       assert.equal(a.name, 'first');
 
-      // The directory gone: every write fails (a real fault, as root ignores permissions).
+      // The directory gone: every write fails (a real fault, as root ignores permissions). The
+      // last good copy of the change before is written after its answer: landed first.
+      await store.flushed();
       await rm(stateDir, { recursive: true });
       const first = store.update((s) => {
         a.name = 'x';
@@ -273,6 +275,7 @@ describe('a failed state write (logic)', () => {
       await store.update(() => void (a.name = 'second'));
       const onDisk = JSON.parse(await readFile(join(stateDir, 'state.json'), 'utf8')) as { things: Thing[] };
       assert.deepEqual(onDisk.things, [{ id: 'a', name: 'second', tag: 't' }, { id: 'z' }]);
+      await store.flushed();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -242,6 +242,20 @@ describe('sessions', () => {
       assert.equal(await outcome(s.cdp_ws_url, `${fixtures.url}/events.html`), 'loaded', 'only what the policy names is blocked');
       assert.equal(await outcome(plain.cdp_ws_url, blocked), 'loaded', 'another session has no such policy');
       assert.equal(existsSync('/etc/chromium/policies/managed/rbrowse.json'), false, "the host's Chromium has none");
+
+      // A pool's browsers carry the pool's policies (set through the CLI here).
+      const made = await d.cli(['pools', 'create', '--size', '1', '--headless', '--chrome-policy', JSON.stringify(chrome_policy), '--json']);
+      assert.equal(made.exitCode, 0, made.stderr);
+      const pool = JSON.parse(made.stdout);
+      try {
+        assert.deepEqual(pool.browser_pool_config.chrome_policy, chrome_policy);
+        const leased = await d.api('POST', `/browser_pools/${pool.id}/acquire`, { acquire_timeout_seconds: 120 });
+        assert.equal(leased.status, 200, leased.text);
+        assert.deepEqual(leased.body.chrome_policy, chrome_policy);
+        assert.equal(await outcome(leased.body.cdp_ws_url, blocked), 'ERR_BLOCKED_BY_ADMINISTRATOR');
+      } finally {
+        await d.api('DELETE', `/browser_pools/${pool.id}`, { force: true });
+      }
     } finally {
       await d.api('DELETE', `/browsers/${s.session_id}`);
       await d.api('DELETE', `/browsers/${plain.session_id}`);

@@ -7,7 +7,7 @@ import { printFields, printJson, printList } from '../output.js';
 import { listPages } from '../paging.js';
 import { waitWithProgress } from '../progress.js';
 import { printSession } from './browsers.js';
-import { count, seconds, tag, viewport } from '../arg-parsers.js';
+import { count, jsonObject, seconds, tag, viewport } from '../arg-parsers.js';
 import { deleteEach } from '../delete-each.js';
 
 /** The configuration options create and update share, named after the API fields. */
@@ -19,7 +19,12 @@ function withConfigOptions(cmd: Command, update: boolean): Command {
     .option('--timeout-seconds <seconds>', 'inactivity timeout of an acquired browser (default 600)', seconds)
     .option('--viewport <WxH[@R]>', 'one of the supported viewports, e.g. 1024x768', viewport)
     .option('--proxy-id <id>', update ? 'route through this proxy ("" removes it)' : 'route through this proxy')
-    .option('--start-url <url>', update ? 'page new browsers open ("" removes it)' : 'page new browsers open');
+    .option('--start-url <url>', update ? 'page new browsers open ("" removes it)' : 'page new browsers open')
+    .option(
+      '--chrome-policy <json>',
+      update ? 'Chrome enterprise policies, a JSON object ({} removes them)' : 'Chrome enterprise policies, a JSON object',
+      jsonObject,
+    );
   for (const [flag, what] of [
     ['headless', 'run without a display (no live view)'],
     ['stealth', 'reduce automation tells'],
@@ -40,6 +45,7 @@ function configBody(o: Record<string, unknown>): UpdatePoolBody {
     ['viewport', o.viewport],
     ['proxy_id', o.proxyId],
     ['start_url', o.startUrl],
+    ['chrome_policy', o.chromePolicy],
     ['headless', o.headless],
     ['stealth', o.stealth],
     ['kiosk_mode', o.kioskMode],
@@ -62,6 +68,7 @@ function printPool(p: BrowserPool): void {
     ['kiosk_mode', c.kiosk_mode],
     ['proxy_id', c.proxy_id],
     ['start_url', c.start_url],
+    ['chrome_policy', c.chrome_policy ? JSON.stringify(c.chrome_policy) : undefined],
     ['last_error', p.last_error ? `${p.last_error.occurred_at} ${p.last_error.code}: ${p.last_error.message}` : undefined],
     ['created_at', p.created_at],
   ]);
