@@ -15,7 +15,14 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, chownSync, chmodSync, openSync, writeFileSync } from 'node:fs';
 
-const ORPHAN_GRACE_MS = 7000;
+/**
+ * How long the boxes get to end once the daemon is gone: longer than an agent gives its browser
+ * to close (ORPHAN_CLOSE_MS in agent.mjs, 15 s: a close writes the cookies), shorter than a
+ * restarted daemon waits for this process (LAUNCHER_GRACE_MS in daemon/sessions/reaper.ts,
+ * 20 s). At 7 s a browser still closing on a loaded machine was killed, and a profile saved
+ * from it lost its cookies (CI-like runs 21 and 25).
+ */
+const ORPHAN_GRACE_MS = 17_000;
 
 const send = (message, handle) => {
   if (!process.connected) return;

@@ -7,7 +7,7 @@ import type { SessionRecord } from './record.js';
 import type { History } from '../lib/state/history.js';
 import type { Store } from '../lib/state/store.js';
 
-/** How long a crashed daemon's launcher may take to let its boxes' browsers close (see launcher.mjs; each agent gives its browser 15 s). */
+/** How long a crashed daemon's launcher may take to let its boxes' browsers close (launcher.mjs gives them 17 s; each agent gives its browser 15 s). */
 const LAUNCHER_GRACE_MS = 20_000;
 
 /**
