@@ -259,7 +259,10 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
   const pendingBinds: [string, string, boolean][] = [
     [`${input.disk.dir}/home`, BOX_USER.home, true],
     [`${input.disk.dir}/tmp`, '/tmp', true],
-    [`${input.disk.dir}/policies`, MANAGED_POLICIES, true],
+    // A disk left by an older daemon (reused to save a crashed session's profile) may have no such directory.
+    ...(input.disk.mount || existsSync(`${input.disk.dir}/policies`)
+      ? [[`${input.disk.dir}/policies`, MANAGED_POLICIES, true] as [string, string, boolean]]
+      : []),
     [realpathSync(input.runtime.node), BOX_NODE, false],
     [input.runtime.daemonDir, `${BOX_RUNTIME}/daemon`, false],
     [input.runtime.nodeModules, `${BOX_RUNTIME}/node_modules`, false],
