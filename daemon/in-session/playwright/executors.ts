@@ -103,25 +103,22 @@ export class PlaywrightExecutors implements SessionService {
     return [...this.executors.values()].flatMap((e) => (e.targetId ? [e.targetId] : []));
   }
 
-  /** A named executor's tab, opened in the background when it has none (or it was closed). */
+  /** A named executor's tab, opened in the background when it has none (or it was closed); one DevTools connection either way. */
   private async tabOf(executor: ExecutorState): Promise<{ created: boolean; target_id: string }> {
-    const open = await this.openPages();
-    if (executor.targetId && open.has(executor.targetId)) return { created: false, target_id: executor.targetId };
-    let targetId = '';
+    let tab = { created: false, target_id: executor.targetId ?? '' };
     await cdpCommands(this.session.chromium, async (send) => {
-      ({ targetId } = (await send('Target.createTarget', { url: 'about:blank', background: true })) as { targetId: string });
+      if (executor.targetId && (await pagesOf(send)).has(executor.targetId)) return;
+      const { targetId } = (await send('Target.createTarget', { url: 'about:blank', background: true })) as { targetId: string };
+      tab = { created: true, target_id: targetId };
     });
-    executor.targetId = targetId;
-    return { created: true, target_id: targetId };
+    executor.targetId = tab.target_id;
+    return tab;
   }
 
   /** The browser's open pages: URL by target id. */
   private async openPages(): Promise<Map<string, string>> {
-    const pages = new Map<string, string>();
-    await cdpCommands(this.session.chromium, async (send) => {
-      const { targetInfos } = (await send('Target.getTargets')) as { targetInfos: { targetId: string; type: string; url: string }[] };
-      for (const t of targetInfos) if (t.type === 'page') pages.set(t.targetId, t.url);
-    });
+    let pages = new Map<string, string>();
+    await cdpCommands(this.session.chromium, async (send) => void (pages = await pagesOf(send)));
     return pages;
   }
 
@@ -138,6 +135,12 @@ export class PlaywrightExecutors implements SessionService {
       };
     });
   }
+}
+
+/** The browser's open pages, URL by target id, over a DevTools connection already open. */
+async function pagesOf(send: (method: string, params?: object) => Promise<unknown>): Promise<Map<string, string>> {
+  const { targetInfos } = (await send('Target.getTargets')) as { targetInfos: { targetId: string; type: string; url: string }[] };
+  return new Map(targetInfos.filter((t) => t.type === 'page').map((t) => [t.targetId, t.url]));
 }
 
 const newExecutors: ServiceKind<PlaywrightExecutors> = (session) => new PlaywrightExecutors(session);

@@ -71,9 +71,14 @@ if (targetId) {
   }
   // A page held by a dialog never answers: it counts as not visible after a second.
   const visibility = (p) => Promise.race([p.evaluate(() => document.visibilityState).catch(() => ''), new Promise((r) => setTimeout(r, 1000, ''))]);
-  const visible = [];
-  for (const c of candidates) if ((await visibility(c.page)) === 'visible') visible.push(c);
-  const chosen = visible[0] ?? candidates[0];
+  // One page (the common case) needs no look at which is in front.
+  let chosen = candidates[0];
+  if (candidates.length > 1)
+    for (const c of candidates)
+      if ((await visibility(c.page)) === 'visible') {
+        chosen = c;
+        break;
+      }
   page = chosen?.page ?? (await context.newPage());
   tab = { created: !chosen, target_id: chosen?.id ?? (await targetOf(page)) };
 }
