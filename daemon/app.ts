@@ -26,6 +26,7 @@ import { browserHandlers } from './http/routes/browsers.js';
 import { computerHandlers } from './http/routes/computer.js';
 import { processHandlers } from './http/routes/process.js';
 import { playwrightHandlers } from './http/routes/playwright.js';
+import { webmcpHandlers } from './http/routes/webmcp.js';
 import { logHandlers } from './http/routes/logs.js';
 import { curlHandlers } from './http/routes/curl.js';
 import { replayHandlers } from './http/routes/replays.js';
@@ -294,6 +295,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...fsHandlers(sessions),
       ...processHandlers(sessions),
       ...playwrightHandlers(sessions),
+      ...webmcpHandlers(sessions),
       ...logHandlers(sessions),
       ...curlHandlers(sessions),
       ...replayHandlers(sessions, replays),

@@ -12,6 +12,8 @@ export interface ErrorBody {
 
 /** Typed errors thrown anywhere in the daemon; mapped to HTTP in exactly one place (daemon/http/errors.ts). */
 export class ApiError extends Error {
+  /** Whether a client may send it again (x-should-retry); unset: overload (429) and the machine's conditions (5xx) may. */
+  readonly retryable?: boolean;
   constructor(
     readonly status: number,
     readonly code: string,

@@ -71,6 +71,9 @@ export const BASE_FLAGS = [
   // As Playwright's own launches: a page restored from the back-forward cache fires no load event,
   // and page.goBack() in a Playwright test then waited for one until its timeout.
   '--disable-back-forward-cache',
+  // Pages' WebMCP tools (document.modelContext) and the DevTools domain that lists and invokes them,
+  // as Kernel's browsers run (the second name is the one newer Chromium releases use).
+  '--enable-features=WebMCPTesting,DevToolsWebMCPSupport',
   // On the box's own loopback: only programs in the box, and the daemon through the box's agent, reach it.
   '--remote-debugging-address=127.0.0.1',
   '--remote-debugging-port=0',

@@ -31,11 +31,11 @@ const MACHINE_CONDITIONS: Record<string, string> = {
 /** The one place where errors become HTTP statuses and kernel-wire bodies. */
 export function toErrorReply(err: unknown): ErrorReply {
   if (err instanceof ApiError) {
-    // Overload (429) and the machine's conditions (5xx) pass; a retry would meet anything else again.
+    // Overload (429) and the machine's conditions (5xx) pass unless the error says otherwise; a retry would meet anything else again.
     return {
       status: err.status,
       body: err.toBody(),
-      retry: err.status >= 500 || err.status === 429,
+      retry: err.retryable ?? (err.status >= 500 || err.status === 429),
       ...(err.headers ? { headers: err.headers } : {}),
     };
   }

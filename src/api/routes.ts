@@ -14,6 +14,7 @@ import { proxyRoutes } from './proxies.js';
 import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
 import { playwrightRoutes } from './playwright.js';
+import { webmcpRoutes } from './webmcp.js';
 import { curlRoutes } from './curl.js';
 import { replayRoutes } from './replays.js';
 import { telemetryRoutes } from './telemetry.js';
@@ -505,6 +506,7 @@ export const routes = {
   ...watchRoutes,
   ...processRoutes,
   ...playwrightRoutes,
+  ...webmcpRoutes,
   ...curlRoutes,
   ...replayRoutes,
   ...telemetryRoutes,

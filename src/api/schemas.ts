@@ -12,6 +12,7 @@ export const ErrorBodySchema = Type.Object(
     details: Type.Optional(Type.Array(ErrorDetailSchema)),
     inner_error: Type.Optional(ErrorDetailSchema),
     executors: Type.Optional(Type.Array(Type.Unknown(), { description: 'A 409 for one Playwright executor too many: the ones that exist' })),
+    invocation_id: Type.Optional(Type.String({ description: 'A WebMCP outcome_unknown: the invocation that started' })),
   },
   { description: 'The error body of every error response' },
 );
