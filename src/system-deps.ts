@@ -64,6 +64,15 @@ export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'unclutter', why: 'hiding the mouse cursor of headful sessions', apt: 'unclutter-xfixes', find: () => which('unclutter') },
   { name: 'tmux', why: 'the tests of rbrowse watch and other terminal output (a real terminal)', apt: 'tmux', find: () => which('tmux') },
   {
+    name: 'python3 packages',
+    why: "the tests of Kernel's Python SDK against the daemon (test/python), on Debian's python3",
+    apt: 'python3-httpx python3-pydantic python3-anyio python3-distro python3-sniffio python3-typing-extensions',
+    find: () => {
+      const dir = '/usr/lib/python3/dist-packages';
+      return ['httpx', 'pydantic', 'anyio', 'distro', 'sniffio', 'typing_extensions.py'].every((m) => existsSync(join(dir, m))) ? dir : null;
+    },
+  },
+  {
     name: 'fonts',
     why: 'legible pages (Liberation fonts)',
     apt: 'fonts-liberation',

@@ -533,7 +533,7 @@ describe('rbrowse CLI', () => {
     };
     assert.deepEqual(await complete(['rbrowse', 'pools', 'ac']), ['acquire']);
     assert.deepEqual(await complete(['rbrowse', 'browsers', 'l']), ['list', 'ls']);
-    assert.deepEqual(await complete(['rbrowse', 'w']), ['watch']);
+    assert.deepEqual(await complete(['rbrowse', 'w']), ['watch', 'webmcp']);
     assert.deepEqual(await complete(['rbrowse', 'create', '--timeout-s']), ['--timeout-seconds']);
     // Aliases lead to their command's words, past options and their values.
     assert.ok((await complete(['rbrowse', '--api-key', 'k', 'browsers', 'ls', '--'])).includes('--status'));

@@ -1,0 +1,179 @@
+"""Kernel's official Python SDK (0.94.0, unchanged, in fixtures/clients) against a running daemon.
+
+Run by test/python-sdk.test.ts, which starts the daemon and a fixtures server and sets
+KERNEL_BASE_URL, KERNEL_API_KEY, RBROWSE_FIXTURES_URL and RBROWSE_ADMIN_TOKEN. Only the SDK and
+the standard library: a Kernel user's code, run as written.
+"""
+
+import base64
+import io
+import os
+import time
+import unittest
+import uuid
+import zipfile
+
+import kernel
+from kernel import Kernel, NotFoundError
+
+FIXTURES = os.environ["RBROWSE_FIXTURES_URL"]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+class KernelPythonSdk(unittest.TestCase):
+    client: Kernel
+    session_id: str
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        # As a user writes it: the key and base URL from the environment, retries off so a refusal shows at once.
+        cls.client = Kernel(max_retries=0, timeout=120)
+        browser = cls.client.browsers.create(headless=True, name=unique("py"), tags={"suite": "python"}, timeout_seconds=300)
+        cls.session_id = browser.session_id
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.client.browsers.delete_by_id(cls.session_id)
+
+    def test_version(self) -> None:
+        self.assertEqual(kernel.__version__, "0.94.0")
+
+    def test_browsers_by_id_name_tags_and_models(self) -> None:
+        by_id = self.client.browsers.retrieve(self.session_id)
+        self.assertEqual(by_id.headless, True)
+        self.assertTrue(by_id.cdp_ws_url.startswith("ws://"))
+        # Fields the 0.94 models require.
+        self.assertIsNotNone(by_id.region)
+        by_name = self.client.browsers.retrieve(by_id.name)
+        self.assertEqual(by_name.session_id, self.session_id)
+        tagged = [b.session_id for b in self.client.browsers.list(tags={"suite": "python"})]
+        self.assertIn(self.session_id, tagged)
+        self.assertEqual([b.session_id for b in self.client.browsers.list(tags={"suite": "nothing-has-this"})], [])
+        with self.assertRaises(NotFoundError):
+            self.client.browsers.retrieve("no-such-session")
+
+    def test_create_fields_of_0_94(self) -> None:
+        proxy = self.client.proxies.create(type="custom", name=unique("py-proxy"), config={"host": "127.0.0.1", "port": 3128})
+        browser = self.client.browsers.create(
+            headless=True,
+            region="eu-west",
+            memory="8GiB",
+            proxy={"name": proxy.name},
+            chrome_policy={"BookmarkBarEnabled": True},
+            network={"private_hosts": ["10.0.0.0/8"]},
+        )
+        try:
+            self.assertEqual(browser.region, "eu-west")
+            self.assertEqual(browser.memory, "8GiB")
+            self.assertEqual(browser.proxy_id, proxy.id)
+        finally:
+            self.client.browsers.delete_by_id(browser.session_id)
+            self.client.proxies.delete(proxy.id)
+
+    def test_files_with_the_python_multipart_encoding(self) -> None:
+        fs = self.client.browsers.fs
+        fs.write_file(self.session_id, b"written from python", path="/tmp/py/deep/note.txt")
+        self.assertEqual(fs.read_file(self.session_id, path="/tmp/py/deep/note.txt").read(), b"written from python")
+        # files[][file] and files[][dest_path]: the Python SDK's own encoding of a multipart array.
+        fs.upload(
+            self.session_id,
+            files=[
+                {"file": ("a.txt", io.BytesIO(b"first")), "dest_path": "/tmp/py/up/a.txt"},
+                {"file": ("b.txt", io.BytesIO(b"second")), "dest_path": "/tmp/py/up/b.txt"},
+            ],
+        )
+        names = sorted(f.name for f in fs.list_files(self.session_id, path="/tmp/py/up"))
+        self.assertEqual(names, ["a.txt", "b.txt"])
+        self.assertEqual(fs.read_file(self.session_id, path="/tmp/py/up/b.txt").read(), b"second")
+        self.assertEqual(fs.file_info(self.session_id, path="/tmp/py/up/a.txt").size_bytes, 5)
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("inner/c.txt", "zipped")
+        fs.upload_zip(self.session_id, dest_path="/tmp/py/zip", zip_file=("c.zip", archive.getvalue()))
+        self.assertEqual(fs.read_file(self.session_id, path="/tmp/py/zip/inner/c.txt").read(), b"zipped")
+
+    def test_process_and_playwright(self) -> None:
+        r = self.client.browsers.process.exec(self.session_id, command="sh", args=["-c", "echo $((6 * 7)); echo oops >&2; exit 3"])
+        self.assertEqual(r.exit_code, 3)
+        self.assertEqual(base64.b64decode(r.stdout_b64 or ""), b"42\n")
+        self.assertEqual(base64.b64decode(r.stderr_b64 or ""), b"oops\n")
+        run = self.client.browsers.playwright.execute(
+            self.session_id, code=f"await page.goto({FIXTURES + '/hello.html'!r}); return await page.title();"
+        )
+        self.assertTrue(run.success, run.error)
+        self.assertTrue(run.result)
+
+    def test_computer_screenshot_and_clipboard(self) -> None:
+        png = self.client.browsers.computer.capture_screenshot(self.session_id).read()
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        self.client.browsers.computer.write_clipboard(self.session_id, text="from python")
+        self.assertEqual(self.client.browsers.computer.read_clipboard(self.session_id).text, "from python")
+
+    def test_sub_resources_routed_to_the_session_base_url(self) -> None:
+        # The SDK's own switch: these calls go to the session's base_url with its jwt, no API key.
+        os.environ["KERNEL_BROWSER_ROUTING_SUBRESOURCES"] = "computer,fs,process,playwright"
+        try:
+            routed = Kernel(max_retries=0, timeout=120)
+            browser = routed.browsers.retrieve(self.session_id)  # learns base_url and the jwt
+            self.assertTrue(browser.base_url)
+            routed.browsers.fs.write_file(self.session_id, b"routed", path="/tmp/py/routed.txt")
+            self.assertEqual(routed.browsers.fs.read_file(self.session_id, path="/tmp/py/routed.txt").read(), b"routed")
+            r = routed.browsers.process.exec(self.session_id, command="true")
+            self.assertEqual(r.exit_code, 0)
+            # The jwt alone carries them: the same client with a wrong key still reaches the session.
+            wrong_key = routed.with_options(api_key="not-a-key")
+            self.assertEqual(wrong_key.browsers.fs.read_file(self.session_id, path="/tmp/py/routed.txt").read(), b"routed")
+            with self.assertRaises(kernel.AuthenticationError):
+                wrong_key.browsers.retrieve(self.session_id)
+        finally:
+            del os.environ["KERNEL_BROWSER_ROUTING_SUBRESOURCES"]
+
+    def test_profiles_and_pools(self) -> None:
+        profile = self.client.profiles.create(name=unique("py-profile"))
+        self.assertIn(profile.name, [p.name for p in self.client.profiles.list()])
+        pool = self.client.browser_pools.create(name=unique("py-pool"), size=1, headless=True)
+        try:
+            acquired = self.client.browser_pools.acquire(pool.name, acquire_timeout_seconds=120)
+            self.assertTrue(acquired.session_id)
+            self.client.browser_pools.release(pool.name, session_id=acquired.session_id, reuse=False)
+            self.assertIsNotNone(self.client.browser_pools.retrieve(pool.id).region)
+        finally:
+            self.client.browser_pools.delete(pool.id, force=True)
+            self.client.profiles.delete(profile.id)
+
+    def test_projects_by_name_and_the_organization(self) -> None:
+        project = self.client.projects.create(name=unique("py-project"))
+        scoped = Kernel(max_retries=0, timeout=120, project=project.name)
+        browser = scoped.browsers.create(headless=True)
+        try:
+            self.assertIn(browser.session_id, [b.session_id for b in scoped.browsers.list()])
+            self.assertEqual(self.client.browsers.retrieve(browser.session_id).project_id if hasattr(browser, "project_id") else project.id, project.id)
+        finally:
+            scoped.browsers.delete_by_id(browser.session_id)
+        with self.assertRaises(NotFoundError):
+            Kernel(max_retries=0, project="no-such-project").browsers.list()
+        context = self.client.auth.context.retrieve()
+        self.assertTrue(context.organization_id if hasattr(context, "organization_id") else context)
+        self.assertIsNotNone(self.client.organization.entitlements.retrieve())
+        self.assertIsNotNone(self.client.organization.limits.retrieve())
+        self.assertTrue(any(k for k in self.client.api_keys.list()))
+
+    def test_deleted_session_is_gone(self) -> None:
+        browser = self.client.browsers.create(headless=True)
+        self.client.browsers.delete_by_id(browser.session_id)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                if self.client.browsers.retrieve(browser.session_id).deleted_at:
+                    return
+            except NotFoundError:
+                return
+            time.sleep(0.2)
+        self.fail("the deleted session is still there")
+
+
+if __name__ == "__main__":
+    unittest.main()
