@@ -34,6 +34,13 @@ export function tag(value: string, previous: Record<string, string> = {}) {
   return { ...previous, [value.slice(0, i)]: value.slice(i + 1) };
 }
 
+/** `--header 'Authorization: Bearer x'`, repeatable: the headers so far plus this one. */
+export function header(value: string, previous: Record<string, string> = {}) {
+  const i = value.indexOf(':');
+  if (i < 1) throw new InvalidArgumentError("expected 'Name: value'");
+  return { ...previous, [value.slice(0, i).trim()]: value.slice(i + 1).trim() };
+}
+
 /** A JSON object given on the command line (`--chrome-policy '{"BookmarkBarEnabled": true}'`). */
 export function jsonObject(value: string): Record<string, unknown> {
   let parsed: unknown;

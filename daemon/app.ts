@@ -15,7 +15,8 @@ import { CDP_PATH, WEBDRIVER_PATH } from './sessions/gateway-paths.js';
 import { UpgradeRouter } from './http/upgrades.js';
 import { Telemetry } from './features/telemetry/telemetry.js';
 import { TelemetryArchive } from './features/telemetry/archive.js';
-import { telemetryHandlers } from './http/routes/telemetry.js';
+import { telemetryDestinationHandlers, telemetryHandlers } from './http/routes/telemetry.js';
+import { TelemetryDestinations } from './features/telemetry/destinations.js';
 import { BidiGateway } from './http/gateways/bidi.js';
 import { LIVE_WS_PATH, LiveView } from './http/gateways/live-view.js';
 import { buildServer } from './http/server.js';
@@ -182,6 +183,12 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const stealth = new Stealth({ chromiumPath: opts.chromiumPath, boxes, chromiumSandbox, log: opts.log });
   const telemetryArchive = new TelemetryArchive(paths.telemetryDir, opts.log);
   const telemetry = new Telemetry(telemetryArchive, opts.log);
+  const telemetryDestinations = new TelemetryDestinations({
+    store,
+    credentialsDir: paths.credentialsDir,
+    usersOf: (id) => telemetry.exportingTo(id),
+  });
+  telemetry.destinations = telemetryDestinations;
   const replays = new ReplayRecorder({
     dir: paths.replaysDir,
     publicUrl,
@@ -300,6 +307,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...curlHandlers(sessions),
       ...replayHandlers(sessions, replays),
       ...telemetryHandlers(sessions, telemetry),
+      ...telemetryDestinationHandlers(telemetryDestinations),
       ...computerHandlers(new ComputerControl(sessions)),
       ...profileHandlers(profiles),
       ...apiKeyHandlers(new ApiKeys({ store, auth, projects })),

@@ -3,6 +3,9 @@ import { describe, test } from 'node:test';
 import { BadRequestError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { resolveCategories } from '../daemon/features/telemetry/config.js';
+import { readFile, stat } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
 import { waitFor } from './helpers/daemon.js';
 import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
 
@@ -65,6 +68,104 @@ describe('telemetry of a session (events and stream)', () => {
     assert.equal(off.telemetry ?? null, null);
     await env.kernel.browsers.deleteByID(b.session_id);
   });
+  test('export over OTLP/HTTP to a destination: records with their headers, a header change applied at once, checks and conflicts', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const api = env.d.api.bind(env.d);
+      const created = await api('POST', '/telemetry/destinations', {
+        name: 'collector',
+        endpoint: receiver.url,
+        description: 'a local collector',
+        headers: { authorization: 'Bearer one', 'x-team': 'qa' },
+      });
+      assert.equal(created.status, 200, created.text);
+      const dest = created.body;
+      assert.deepEqual(dest.headers, { Authorization: '', 'X-Team': '' }, 'names canonical, values redacted');
+      assert.equal(dest.endpoint, receiver.url);
+      // The values are kept apart, 0600, and nowhere in the state file.
+      const secret = join(env.d.home, 'credentials', 'telemetry-destinations', dest.id);
+      assert.equal((await stat(secret)).mode & 0o777, 0o600);
+      assert.doesNotMatch(await readFile(join(env.d.home, 'state.json'), 'utf8'), /Bearer one/);
+      assert.equal((await api('GET', '/telemetry/destinations/collector')).body.id, dest.id, 'by name');
+      for (const [body, status] of [
+        [{ name: 'signal', endpoint: `${receiver.url}/v1/logs` }, 400],
+        [{ name: 'query', endpoint: `${receiver.url}?a=1` }, 400],
+        [{ name: 'ftp', endpoint: 'ftp://127.0.0.1/' }, 400],
+        [{ name: 'abcdefghijklmnopqrstuvwx', endpoint: receiver.url }, 400],
+        [{ name: 'twice', endpoint: receiver.url, headers: { 'X-A': '1', 'x-a': '2' } }, 400],
+        [{ name: 'collector', endpoint: receiver.url }, 409],
+      ] as const) {
+        const r = await api('POST', '/telemetry/destinations', body);
+        assert.equal(r.status, status, `${JSON.stringify(body)}: ${r.text}`);
+      }
+
+      const exportTo = { enabled: true, export: { otlp: { destination: { name: 'collector' } } } };
+      assert.equal((await api('POST', '/browsers', { headless: true, telemetry: { export: exportTo.export } })).status, 400, 'export needs capture');
+      assert.equal(
+        (await api('POST', '/browsers', { headless: true, telemetry: { enabled: true, export: { otlp: { destination: { name: 'nope' } } } } }))
+          .status,
+        404,
+      );
+      assert.equal(
+        (
+          await api('POST', '/browsers', {
+            headless: true,
+            telemetry: { enabled: true, export: { otlp: { enabled: false, destination: { id: dest.id } } } },
+          })
+        ).status,
+        400,
+      );
+      const b = await api('POST', '/browsers', { headless: true, timeout_seconds: 120, telemetry: exportTo });
+      assert.equal(b.status, 200, b.text);
+      const id = b.body.session_id;
+      assert.deepEqual(b.body.telemetry.export, { otlp: { enabled: true, destination: dest.id } });
+      await env.kernel.browsers.computer.captureScreenshot(id);
+      const first = (await waitFor(
+        () => receiver.records().find((r) => r.attributes['telemetry.type'] === 'api_call'),
+        30_000,
+        'an exported api_call',
+      ))!;
+      assert.equal(first.headers.authorization, 'Bearer one');
+      assert.equal(first.headers['x-team'], 'qa');
+      assert.equal(first.resource['browser.session_id'], id);
+      assert.equal(first.attributes['telemetry.category'], 'control');
+      assert.equal(typeof first.attributes['telemetry.seq'], 'number');
+
+      // A new key applies to the session exporting now, without a restart; a null removes a header.
+      const patched = await api('PATCH', `/telemetry/destinations/${dest.id}`, { headers: { Authorization: 'Bearer two', 'x-team': null } });
+      assert.equal(patched.status, 200, patched.text);
+      assert.deepEqual(patched.body.headers, { Authorization: '' });
+      await env.kernel.browsers.computer.captureScreenshot(id);
+      const second = (await waitFor(
+        () => receiver.records().find((r) => r.headers.authorization === 'Bearer two'),
+        30_000,
+        'an export with the new key',
+      ))!;
+      assert.equal(second.headers['x-team'], undefined);
+
+      assert.equal((await api('DELETE', `/telemetry/destinations/${dest.id}`)).status, 409, 'in use by the session');
+      const stopped = await api('PATCH', `/browsers/${id}`, { telemetry: { export: { otlp: { enabled: false } } } });
+      assert.equal(stopped.status, 200, stopped.text);
+      assert.deepEqual(stopped.body.telemetry.export, { otlp: { enabled: false } });
+      const other = await env.d.cli(['auth', 'create-key', '--org', 'otlp-other']);
+      assert.equal((await api('GET', `/telemetry/destinations/${dest.id}`, undefined, other.stdout.trim())).status, 404);
+      assert.equal((await api('DELETE', `/telemetry/destinations/${dest.id}`)).status, 204);
+      await assert.rejects(stat(secret), /ENOENT/);
+      // The CLI: create with a header, list, remove.
+      const made = await env.d.cli(['telemetry', 'destinations', 'create', 'from-cli', receiver.url, '--header', 'X-Key: k1']);
+      assert.equal(made.exitCode, 0, made.stderr);
+      const ls = await env.d.cli(['telemetry', 'destinations', 'ls', '--json']);
+      assert.deepEqual(
+        JSON.parse(ls.stdout).map((d: { name: string; headers: object }) => [d.name, d.headers]),
+        [['from-cli', { 'X-Key': '' }]],
+      );
+      assert.equal((await env.d.cli(['telemetry', 'destinations', 'rm', 'from-cli'])).exitCode, 0);
+      await env.kernel.browsers.deleteByID(id);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   test('connections, API calls, console, network and page events of a session, filtered by category; the stream resumes by Last-Event-ID', async () => {
     const b = await env.kernel.browsers.create({
       headless: true,
@@ -166,3 +267,44 @@ describe('telemetry of a session (events and stream)', () => {
     );
   });
 });
+
+type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
+interface ExportedRecord {
+  headers: Record<string, string | undefined>;
+  resource: Record<string, unknown>;
+  attributes: Record<string, unknown>;
+}
+
+/** A collector's /v1/logs on loopback: the OTLP/JSON log records it was sent, each with its request's headers. */
+async function startOtlpReceiver(): Promise<{ url: string; records: () => ExportedRecord[]; close: () => Promise<void> }> {
+  const received: ExportedRecord[] = [];
+  const value = (v: OtlpValue) => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.boolValue ?? v.doubleValue));
+  const attrs = (list: { key: string; value: OtlpValue }[] = []) => Object.fromEntries(list.map((a) => [a.key, value(a.value)]));
+  const server = createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    if (req.method !== 'POST' || req.url !== '/v1/logs') return void res.writeHead(404).end();
+    const doc = JSON.parse(body) as {
+      resourceLogs: {
+        resource?: { attributes?: { key: string; value: OtlpValue }[] };
+        scopeLogs: { logRecords: { attributes?: { key: string; value: OtlpValue }[] }[] }[];
+      }[];
+    };
+    for (const rl of doc.resourceLogs)
+      for (const sl of rl.scopeLogs)
+        for (const r of sl.logRecords)
+          received.push({
+            headers: req.headers as Record<string, string>,
+            resource: attrs(rl.resource?.attributes),
+            attributes: attrs(r.attributes),
+          });
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    records: () => received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

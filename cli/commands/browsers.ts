@@ -71,6 +71,7 @@ export function createCommand(name: string): Command {
     .option('--extension <name>', 'load an uploaded extension (id or name; repeatable, up to 20)', (v: string, prev: string[] = []) => [...prev, v])
     .option('--proxy <id>', 'route the traffic through this proxy (rbrowse proxies create)')
     .option('--telemetry [categories]', 'capture telemetry: the default set, plus these (comma-separated: console,network,page)', telemetryArg)
+    .option('--export <destination>', 'export its telemetry over OTLP to this destination too (rbrowse telemetry destinations)')
     .option('--chrome-policy <json>', 'Chrome enterprise policies for this browser, as a JSON object', jsonObject)
     .option('--json', 'print the API object')
     .option('-q, --quiet', 'print the session id only')
@@ -87,7 +88,14 @@ export function createCommand(name: string): Command {
         ...(o.startUrl ? { start_url: o.startUrl } : {}),
         ...(o.tag ? { tags: o.tag } : {}),
         ...(o.proxy ? { proxy_id: o.proxy } : {}),
-        ...(o.telemetry ? { telemetry: telemetryArg(o.telemetry) } : {}),
+        ...(o.telemetry || o.export
+          ? {
+              telemetry: {
+                ...telemetryArg(o.telemetry ?? true),
+                ...(o.export ? { export: { otlp: { destination: { name: o.export } } } } : {}),
+              },
+            }
+          : {}),
         ...(o.chromePolicy ? { chrome_policy: o.chromePolicy } : {}),
       };
       const client = await clientFor(cmd);

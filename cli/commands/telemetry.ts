@@ -1,9 +1,10 @@
 import { Command } from 'commander';
 import type { TelemetryEnvelope } from '../../src/api/telemetry.js';
-import { positiveInt } from '../arg-parsers.js';
+import type { OtlpDestination } from '../../src/api/telemetry-destinations.js';
+import { header, positiveInt } from '../arg-parsers.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
-import { printList } from '../output.js';
+import { printJson, printList } from '../output.js';
 import { followUntilInterrupted } from '../sse.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -61,5 +62,83 @@ export function telemetryCommand(): Command {
         console.log(o.json ? JSON.stringify(e) : line(e).join('  '));
       });
     });
+  telemetry.addCommand(destinationsCommand());
   return telemetry;
+}
+
+/** `rbrowse telemetry destinations ...`: OTLP collectors sessions export their telemetry to. */
+function destinationsCommand(): Command {
+  const destinations = new Command('destinations').description(
+    'OTLP/HTTP collectors a session exports its telemetry to (create --telemetry with export.otlp.destination)',
+  );
+  covers(destinations.command('list'), 'listTelemetryDestinations')
+    .alias('ls')
+    .description('list the destinations (header values are never shown)')
+    .option('--json', 'print the API objects')
+    .option('-q, --quiet', 'print ids only')
+    .addHelpText('after', '\nExample:\n  rbrowse telemetry destinations ls')
+    .action(async (o, cmd: Command) => {
+      const items = await (await clientFor(cmd)).call('listTelemetryDestinations', { query: { limit: 100 } });
+      if (o.json) return printJson(items);
+      printList(items, o, {
+        id: (d) => d.id,
+        headers: ['ID', 'NAME', 'ENDPOINT', 'HEADERS'],
+        row: (d) => [d.id, d.name, d.endpoint, Object.keys(d.headers).join(', ')],
+      });
+    });
+  covers(destinations.command('create'), 'createTelemetryDestination')
+    .description('add a collector: its base endpoint (/v1/logs is added) and the headers each export sends')
+    .argument('<name>', 'unique in the organization')
+    .argument('<endpoint>', 'http(s)://host:port of the collector, without /v1/logs')
+    .option('--header <header>', "'Name: value' sent with each export, e.g. an ingestion key (repeatable)", header)
+    .option('--description <text>', 'what it is for')
+    .option('--json', 'print the API object (else its id)')
+    .addHelpText('after', "\nExample:\n  rbrowse telemetry destinations create local-otel http://127.0.0.1:4318 --header 'Authorization: Bearer x'")
+    .action(async (name: string, endpoint: string, o, cmd: Command) => {
+      const body = { name, endpoint, ...(o.header ? { headers: o.header } : {}), ...(o.description ? { description: o.description } : {}) };
+      const d = await (await clientFor(cmd)).call('createTelemetryDestination', { body });
+      if (o.json) printJson(d);
+      else console.log(d.id);
+    });
+  covers(destinations.command('get'), 'getTelemetryDestination')
+    .description('one destination, by id or name')
+    .argument('<id>', 'destination id or name')
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse telemetry destinations get local-otel')
+    .action(async (id: string, o, cmd: Command) =>
+      printDestination(await (await clientFor(cmd)).call('getTelemetryDestination', { params: { id } }), o.json),
+    );
+  covers(destinations.command('update'), 'updateTelemetryDestination')
+    .description('change a destination; sessions exporting to it use new headers at once')
+    .argument('<id>', 'destination id or name')
+    .option('--name <name>', 'a new name')
+    .option('--endpoint <url>', 'a new endpoint')
+    .option('--description <text>', 'a new description')
+    .option('--header <header>', "'Name: value' sets one, 'Name:' removes it (repeatable)", header)
+    .option('--json', 'print the API object')
+    .addHelpText('after', "\nExample:\n  rbrowse telemetry destinations update local-otel --header 'Authorization: Bearer new-key'")
+    .action(async (id: string, o, cmd: Command) => {
+      const headers = Object.fromEntries(Object.entries((o.header ?? {}) as Record<string, string>).map(([k, v]) => [k, v === '' ? null : v]));
+      const body = {
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+        ...(o.description !== undefined ? { description: o.description } : {}),
+        ...(Object.keys(headers).length ? { headers } : {}),
+      };
+      printDestination(await (await clientFor(cmd)).call('updateTelemetryDestination', { params: { id }, body }), o.json);
+    });
+  covers(destinations.command('delete'), 'deleteTelemetryDestination')
+    .alias('rm')
+    .description('delete a destination (not while a session exports to it)')
+    .argument('<id>', 'destination id or name')
+    .addHelpText('after', '\nExample:\n  rbrowse telemetry destinations rm local-otel')
+    .action(async (id: string, _o, cmd: Command) => void (await (await clientFor(cmd)).call('deleteTelemetryDestination', { params: { id } })));
+  return destinations;
+}
+
+function printDestination(d: OtlpDestination, json: boolean | undefined): void {
+  if (json) return printJson(d);
+  console.log(
+    `${d.name} (${d.id})\n  endpoint  ${d.endpoint}\n  headers   ${Object.keys(d.headers).join(', ') || '-'}${d.description ? `\n  ${d.description}` : ''}`,
+  );
 }

@@ -18,6 +18,7 @@ import { webmcpRoutes } from './webmcp.js';
 import { curlRoutes } from './curl.js';
 import { replayRoutes } from './replays.js';
 import { telemetryRoutes } from './telemetry.js';
+import { telemetryDestinationRoutes } from './telemetry-destinations.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -510,6 +511,7 @@ export const routes = {
   ...curlRoutes,
   ...replayRoutes,
   ...telemetryRoutes,
+  ...telemetryDestinationRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

@@ -25,6 +25,27 @@ const CategoriesSchema = Type.Object(
   { additionalProperties: false },
 );
 
+/** Kernel's `telemetry.export`: where a session's captured events also go. */
+const TelemetryExportRequestSchema = Type.Object(
+  {
+    otlp: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(Type.Boolean({ description: 'false stops exporting (a destination implies true)' })),
+          destination: Type.Optional(
+            Type.Object(
+              { id: Type.Optional(Type.String({ minLength: 1 })), name: Type.Optional(Type.String({ minLength: 1 })) },
+              { additionalProperties: false, description: 'An OTLP destination (POST /telemetry/destinations), by id or name' },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 /** The `telemetry` of a create or PATCH body. */
 export const TelemetryRequestSchema = Type.Object(
   {
@@ -32,6 +53,7 @@ export const TelemetryRequestSchema = Type.Object(
       Type.Boolean({ description: 'true: capture the default set (control, connection, system, captcha) plus `browser`; false: none' }),
     ),
     browser: Type.Optional(CategoriesSchema),
+    export: Type.Optional(TelemetryExportRequestSchema),
   },
   { additionalProperties: false },
 );
@@ -39,6 +61,14 @@ export type TelemetryRequest = Static<typeof TelemetryRequestSchema>;
 
 /** A session's active configuration, as its API object shows it. */
 export const TelemetryConfigSchema = Type.Object({
+  export: Type.Optional(
+    Type.Object({
+      otlp: Type.Object({
+        enabled: Type.Boolean(),
+        destination: Type.Optional(Type.String({ description: 'The OTLP destination it exports to' })),
+      }),
+    }),
+  ),
   browser: Type.Object(
     Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, Type.Object({ enabled: Type.Boolean() })])) as unknown as Record<
       TelemetryCategory,

@@ -161,6 +161,20 @@ class KernelPythonSdk(unittest.TestCase):
         self.assertIsNotNone(self.client.organization.limits.retrieve())
         self.assertTrue(any(k for k in self.client.api_keys.list()))
 
+    def test_telemetry_destinations(self) -> None:
+        destinations = self.client.telemetry.destinations
+        made = destinations.create(name=unique("py-otel"), endpoint="http://127.0.0.1:4318", headers={"x-api-key": "secret"})
+        try:
+            self.assertEqual(made.headers, {"X-Api-Key": ""})
+            self.assertEqual(destinations.retrieve(made.name).id, made.id)
+            self.assertIn(made.id, [d.id for d in destinations.list(name=made.name)])
+            updated = destinations.update(made.id, headers={"X-Api-Key": None, "Authorization": "Bearer x"})
+            self.assertEqual(updated.headers, {"Authorization": ""})
+        finally:
+            destinations.delete(made.id)
+        with self.assertRaises(NotFoundError):
+            destinations.retrieve(made.id)
+
     def test_deleted_session_is_gone(self) -> None:
         browser = self.client.browsers.create(headless=True)
         self.client.browsers.delete_by_id(browser.session_id)

@@ -4,6 +4,7 @@ import type { EventStream } from '../../lib/sse.js';
 import type { ListPage } from '../../lib/paging.js';
 import type { DevToolsEndpoint } from '../../browser/chromium.js';
 import { CdpMonitor } from './cdp-monitor.js';
+import type { OtlpExport } from './otlp-export.js';
 import { CDP_CATEGORIES, type Categories, type TelemetryEvent } from './config.js';
 
 /** Events kept per session, by count and by size (the oldest go first); a gap in seq tells a reader some went. */
@@ -27,6 +28,8 @@ export class SessionTelemetry {
   private readonly readers = new Set<EventStream>();
   private monitor?: CdpMonitor;
   private browser?: DevToolsEndpoint;
+  /** Where its events also go (telemetry.export.otlp), if anywhere. */
+  private exporter?: OtlpExport;
 
   constructor(
     public categories: Categories | null,
@@ -56,6 +59,19 @@ export class SessionTelemetry {
       this.sizes.splice(0, drop);
     }
     for (const reader of this.readers) reader.sendRecord(envelope.seq, json);
+    this.exporter?.emit(envelope);
+  }
+
+  /** The OTLP export it feeds now (undefined: none); the one before sends what it holds and stops. */
+  exportTo(exporter: OtlpExport | undefined): void {
+    if (this.exporter === exporter) return;
+    void this.exporter?.close();
+    this.exporter = exporter;
+  }
+
+  /** The OTLP destination it exports to now. */
+  get exportDestination(): string | undefined {
+    return this.exporter?.destinationId;
   }
 
   /** The browser is up (again): the monitor attaches to it if a CDP category is on. */
@@ -91,6 +107,7 @@ export class SessionTelemetry {
   /** The session ended: readers are told by the end of their stream, and the monitor goes. */
   close(): void {
     for (const reader of [...this.readers]) reader.end();
+    this.exportTo(undefined);
     this.monitor?.close();
     this.monitor = undefined;
     this.browser = undefined;

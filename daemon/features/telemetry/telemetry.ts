@@ -1,5 +1,6 @@
 import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
-import type { TelemetryEnvelope, TelemetryEventsQuery } from '../../../src/api/telemetry.js';
+import type { TelemetryEnvelope, TelemetryEventsQuery, TelemetryRequest } from '../../../src/api/telemetry.js';
+import { BadRequestError } from '../../../src/errors.js';
 import type { OrgRecord } from '../../lib/owned-records.js';
 import type { AnsweredRequest } from '../../org/audit/answered-request.js';
 import { EventStream } from '../../lib/sse.js';
@@ -8,6 +9,7 @@ import type { FeatureLaunch, LaunchContext, SessionFeature } from '../../session
 import type { SessionRecord } from '../../sessions/record.js';
 import { configView, resolveCategories, type TelemetryEvent } from './config.js';
 import type { TelemetryArchive } from './archive.js';
+import type { TelemetryDestinations } from './destinations.js';
 import { pageOf, SessionTelemetry } from './session-telemetry.js';
 
 /**
@@ -19,10 +21,18 @@ import { pageOf, SessionTelemetry } from './session-telemetry.js';
 export class Telemetry implements SessionFeature {
   private readonly sessions = new Map<string, SessionTelemetry>();
 
+  /** Where sessions export to: set once built (the destinations ask this feature which are in use). */
+  destinations?: TelemetryDestinations;
+
   constructor(
     private readonly archive: TelemetryArchive,
     private readonly log: (msg: string, extra?: object) => void,
   ) {}
+
+  /** The running sessions exporting to a destination. */
+  exportingTo(destinationId: string): string[] {
+    return [...this.sessions].filter(([, t]) => t.exportDestination === destinationId).map(([id]) => id);
+  }
 
   /** Reports an event of a running session (dropped unless its category is captured). */
   record(sessionId: string, event: Omit<TelemetryEvent, 'ts'> & { ts?: number }): void {
@@ -65,32 +75,89 @@ export class Telemetry implements SessionFeature {
 
   // --- SessionFeature ---
 
-  check(_org: OrgRecord, body: CreateBrowserBody): void {
-    resolveCategories(body.telemetry, undefined, 'create');
+  check(org: OrgRecord, body: CreateBrowserBody): void {
+    const categories = resolveCategories(body.telemetry, undefined, 'create');
+    this.exportWanted(org, body.telemetry, categories !== null);
   }
 
-  checkUpdate(_org: OrgRecord, _record: SessionRecord, body: UpdateBrowserBody): void {
-    if (body.telemetry !== undefined) resolveCategories(body.telemetry, null, 'update');
+  checkUpdate(org: OrgRecord, record: SessionRecord, body: UpdateBrowserBody): void {
+    if (body.telemetry === undefined) return;
+    const current = this.sessions.get(record.id)?.categories ?? null;
+    const categories = resolveCategories(body.telemetry, current, 'update');
+    this.exportWanted(org, body.telemetry, categories !== null);
   }
 
-  launch(ctx: LaunchContext): Promise<FeatureLaunch> {
-    const telemetry = new SessionTelemetry(resolveCategories(ctx.body.telemetry, undefined, 'create'), this.log);
+  /**
+   * The OTLP destination a create or PATCH asks to export to: its id, null to stop exporting,
+   * undefined when it says nothing of export. Export needs capture on, and a destination of the
+   * organization; `enabled: false` with a destination is refused, as Kernel does.
+   */
+  private exportWanted(org: OrgRecord, request: TelemetryRequest | null | undefined, capturing: boolean): string | null | undefined {
+    const otlp = request?.export?.otlp;
+    if (request?.enabled === false) return null;
+    if (!otlp) return undefined;
+    if (otlp.enabled === false) {
+      if (otlp.destination) throw BadRequestError.field('telemetry.export.otlp', 'enabled: false cannot name a destination');
+      return null;
+    }
+    const { id, name } = otlp.destination ?? {};
+    if ((id === undefined) === (name === undefined)) throw BadRequestError.field('telemetry.export.otlp.destination', 'give its id or its name');
+    if (!capturing) throw BadRequestError.field('telemetry.export', 'needs telemetry capture on (telemetry.enabled or categories)');
+    if (!this.destinations) throw BadRequestError.field('telemetry.export', 'no destinations here');
+    return this.destinations.find(org, (id ?? name)!).id;
+  }
+
+  /**
+   * The export of a session being launched: checked on create already, but a pool's browsers are
+   * launched long after its configuration was, and its destination may have gone since: such a
+   * browser captures without exporting rather than failing.
+   */
+  private exportAtLaunch(ctx: LaunchContext, capturing: boolean): string | null | undefined {
+    try {
+      return this.exportWanted(ctx.org, ctx.body.telemetry, capturing);
+    } catch (err) {
+      this.log('telemetry export not started', { session: ctx.record.id, error: String(err) });
+      return undefined;
+    }
+  }
+
+  /** Starts, changes or stops a session's export as `wanted` says (see exportWanted). */
+  private async applyExport(id: string, telemetry: SessionTelemetry, wanted: string | null | undefined): Promise<void> {
+    if (wanted === undefined || wanted === telemetry.exportDestination) return;
+    const destinations = this.destinations;
+    const record = wanted === null ? undefined : destinations?.byId(wanted);
+    if (!record || !destinations) return telemetry.exportTo(undefined);
+    // OpenTelemetry's SDK is loaded by the first export, so a daemon that exports nothing does not carry it.
+    const { OtlpExport } = await import('./otlp-export.js');
+    telemetry.exportTo(new OtlpExport(record.id, record.endpoint, () => destinations.headersOf(record.id), id));
+  }
+
+  async launch(ctx: LaunchContext): Promise<FeatureLaunch> {
+    const categories = resolveCategories(ctx.body.telemetry, undefined, 'create');
+    const telemetry = new SessionTelemetry(categories, this.log);
     this.sessions.set(ctx.record.id, telemetry);
     const id = ctx.record.id;
-    return Promise.resolve({
+    await this.applyExport(id, telemetry, this.exportAtLaunch(ctx, categories !== null));
+    return {
       started: ({ browser }) => telemetry.browserStarted(browser),
       update: async (patch) => {
-        if (patch.telemetry !== undefined) await telemetry.reconfigure(resolveCategories(patch.telemetry, telemetry.categories, 'update'));
+        if (patch.telemetry === undefined) return;
+        await telemetry.reconfigure(resolveCategories(patch.telemetry, telemetry.categories, 'update'));
+        await this.applyExport(id, telemetry, telemetry.categories ? this.exportWanted(ctx.org, patch.telemetry, true) : null);
       },
       // The session ended (DELETE answers after this): its events move to the archive.
       stopping: () => this.drop(id, telemetry),
       release: () => this.drop(id, telemetry),
-    });
+    };
   }
 
   /** A standby browser (launched with telemetry off) takes the create body's configuration. */
   async handOver(ctx: LaunchContext): Promise<undefined> {
-    await this.sessions.get(ctx.record.id)?.reconfigure(resolveCategories(ctx.body.telemetry, undefined, 'create'));
+    const telemetry = this.sessions.get(ctx.record.id);
+    if (!telemetry) return undefined;
+    const categories = resolveCategories(ctx.body.telemetry, undefined, 'create');
+    await telemetry.reconfigure(categories);
+    await this.applyExport(ctx.record.id, telemetry, this.exportAtLaunch(ctx, categories !== null));
     return undefined;
   }
 
@@ -102,7 +169,12 @@ export class Telemetry implements SessionFeature {
   }
 
   view(record: SessionRecord): Partial<BrowserSession> {
-    const categories = this.sessions.get(record.id)?.categories;
-    return categories && !record.deleted_at ? { telemetry: configView(categories) } : {};
+    const telemetry = this.sessions.get(record.id);
+    const categories = telemetry?.categories;
+    if (!categories || record.deleted_at) return {};
+    const destination = telemetry.exportDestination;
+    return {
+      telemetry: { ...configView(categories), export: { otlp: { enabled: destination !== undefined, ...(destination ? { destination } : {}) } } },
+    };
   }
 }

@@ -3,6 +3,7 @@ import { NotFoundError } from '../../../src/errors.js';
 import { sendPage } from '../../lib/paging.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { Telemetry } from '../../features/telemetry/telemetry.js';
+import type { TelemetryDestinations } from '../../features/telemetry/destinations.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function telemetryHandlers(
@@ -28,5 +29,19 @@ export function telemetryHandlers(
     },
     // The official SDK sends the stream to the session's base_url with its jwt, as to a Kernel VM.
     sessionTelemetryStream: async ({ query, request, reply }) => stream((await sessions.sessionForToken(query.jwt, 'cdp')).id, query, request, reply),
+  };
+}
+
+export function telemetryDestinationHandlers(
+  destinations: TelemetryDestinations,
+): HandlerGroup<
+  'createTelemetryDestination' | 'listTelemetryDestinations' | 'getTelemetryDestination' | 'updateTelemetryDestination' | 'deleteTelemetryDestination'
+> {
+  return {
+    createTelemetryDestination: ({ org, body }) => destinations.create(org, body),
+    listTelemetryDestinations: ({ org, query, reply }) => sendPage(reply, destinations.list(org, query)),
+    getTelemetryDestination: ({ org, params }) => destinations.get(org, params.id),
+    updateTelemetryDestination: ({ org, params, body }) => destinations.update(org, params.id, body),
+    deleteTelemetryDestination: ({ org, params }) => destinations.delete(org, params.id),
   };
 }
