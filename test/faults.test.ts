@@ -11,7 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
-import { callApi, cleanEnv, CLI, killDaemonHard, startTestDaemon, tornDown, waitFor, type TestDaemon } from './helpers/daemon.js';
+import {
+  BACKGROUND_START_MS,
+  callApi,
+  cleanEnv,
+  CLI,
+  killDaemonHard,
+  startTestDaemon,
+  tornDown,
+  waitFor,
+  type TestDaemon,
+} from './helpers/daemon.js';
 import { execa } from 'execa';
 import Kernel from '@onkernel/sdk';
 import { deployFixtureApp } from './helpers/apps.js';
@@ -275,7 +285,11 @@ describe('the daemon killed under load', () => {
       live.every((s) => s.pool),
       `only the pool's new browser runs: ${JSON.stringify(live.map((s) => s.session_id))}`,
     );
-    await waitFor(async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1, 60_000, 'the pool to refill');
+    await waitFor(
+      async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1,
+      BACKGROUND_START_MS,
+      'the pool to refill',
+    );
     const fresh = await d.api('POST', '/browsers', { headless: true });
     assert.equal(fresh.status, 200);
     const version = await fetch(fresh.body.cdp_ws_url.replace(/^ws/, 'http').replace('/browser/cdp?', '/browser/cdp/json/version?'));

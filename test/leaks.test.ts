@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import Kernel from '@onkernel/sdk';
 import WebSocket from 'ws';
 import { deployFixtureApp } from './helpers/apps.js';
-import { callApi, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { BACKGROUND_START_MS, callApi, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 const ROUNDS = 4;
 let d: TestDaemon;
@@ -128,7 +128,7 @@ async function round(kernel: Kernel): Promise<void> {
     `refused: ${[...new Set(refused)]}`,
   );
   const pool = (await d.api('POST', '/browser_pools', { name: 'leaky', size: 1, headless: true })).body;
-  await waitFor(async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1, 60_000, 'the pool to fill');
+  await waitFor(async () => (await d.api('GET', `/browser_pools/${pool.id}`)).body.available_count === 1, BACKGROUND_START_MS, 'the pool to fill');
   const leased = (await d.api('POST', `/browser_pools/${pool.id}/acquire`, {})).body;
   assert.equal((await d.api('POST', `/browser_pools/${pool.id}/release`, { session_id: leased.session_id, reuse: false })).status, 204);
   assert.equal((await d.api('DELETE', `/browser_pools/${pool.id}?force=true`)).status, 204);

@@ -5,7 +5,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import Kernel, { ConflictError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
-import { processesGone, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { BACKGROUND_START_MS, processesGone, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
 
 let d: TestDaemon;
@@ -276,7 +276,7 @@ describe('browser pools', () => {
     await waitFor(() => answers.length === 1, 5000, 'the first waiter');
     assert.deepEqual(answers, ['c']);
     assert.equal((await release(pool.id, { session_id: b.body.session_id, reuse: false })).status, 204);
-    await waitFor(() => answers.length === 2, 20_000, 'the second waiter (a new browser)');
+    await waitFor(() => answers.length === 2, BACKGROUND_START_MS, 'the second waiter (a new browser)');
     assert.deepEqual(answers, ['c', 'e']);
     const [c, e] = await Promise.all(waiting.slice(0, 2));
     assert.equal(c!.body.session_id, a.body.session_id);

@@ -8,7 +8,7 @@ import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { forgetAfterMs, parseStandby, spareBoxCount } from '../src/standby.js';
-import { processesGone, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { BACKGROUND_START_MS, processesGone, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
 import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
 import { startFixtureProxy, TEST_HOST, type FixtureProxy } from './helpers/forward-proxy.js';
@@ -53,7 +53,8 @@ async function readyCount(t: TestDaemon, kind: string): Promise<number> {
   return health.body.standby?.[kind]?.ready ?? 0;
 }
 
-const standbyReady = (t: TestDaemon, kind: string) => waitFor(async () => (await readyCount(t, kind)) >= 1, 60_000, `a ${kind} standby browser`);
+const standbyReady = (t: TestDaemon, kind: string) =>
+  waitFor(async () => (await readyCount(t, kind)) >= 1, BACKGROUND_START_MS, `a ${kind} standby browser`);
 
 async function pageOf(cdpUrl: string): Promise<{ browser: Browser; page: import('playwright').Page }> {
   const browser = await chromium.connectOverCDP(cdpUrl);
@@ -233,7 +234,7 @@ describe('warm standby', { timeout: 300_000 }, () => {
     }
     await waitFor(
       async () => (await headlessIds()).length > 0 && (await headlessIds()).at(-1) !== dead && (await readyCount(d, HEADLESS)) >= 1,
-      60_000,
+      BACKGROUND_START_MS,
       'a replacement',
     );
     await processesGone(d.home, dead);
@@ -473,7 +474,7 @@ describe('spare boxes', { timeout: 180_000 }, () => {
     const t = await startTestDaemon({ env: { RBROWSE_SPARE_BOXES: '1' } });
     try {
       const health = async () => (await t.api('GET', '/health', undefined, null)).body.spare_boxes;
-      await waitFor(async () => (await health())?.ready === 1, 60_000, 'a spare box');
+      await waitFor(async () => (await health())?.ready === 1, BACKGROUND_START_MS, 'a spare box');
       assert.deepEqual(await health(), { ready: 1, wanted: 1, served: 0 });
       const [spareId, ...others] = await markedIds(t.home);
       assert.ok(spareId, 'the spare box runs, marked with its id');
@@ -489,7 +490,7 @@ describe('spare boxes', { timeout: 180_000 }, () => {
       assert.equal(await page.title(), 'rbrowse fixture');
       await browser.close();
 
-      await waitFor(async () => (await health())?.ready === 1, 60_000, 'the next spare box');
+      await waitFor(async () => (await health())?.ready === 1, BACKGROUND_START_MS, 'the next spare box');
       assert.deepEqual(await health(), { ready: 1, wanted: 1, served: 1 });
       const ids = await markedIds(t.home);
       assert.equal(ids.length, 2, `the session and a new spare: ${ids}`);

@@ -141,6 +141,14 @@ export async function killDaemonHard(d: TestDaemon): Promise<void> {
 }
 
 /** Polls until check() is truthy; fails after timeoutMs. */
+/**
+ * How long a test waits for a browser or box started ahead of demand (a standby browser, a pool's
+ * fill, a spare box): those start at the lowest CPU priority so that they never slow a live session,
+ * and on a machine kept busy by other test files that can take minutes (CI-like run 28 waited over
+ * 60 s for one).
+ */
+export const BACKGROUND_START_MS = 240_000;
+
 export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs: number, what: string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
