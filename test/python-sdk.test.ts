@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { execa } from 'execa';
-import { ROOT, startTestDaemon, type TestDaemon } from './helpers/daemon.js';
-import { startFixtureServer } from './helpers/fixtures.js';
+import { ROOT } from './helpers/daemon.js';
+import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
 
 // Kernel's official Python SDK 0.94.0, unchanged (fixtures/clients), drives the daemon from its own
 // test suite (test/python): the calls a Python user makes, with the Python SDK's own encodings.
@@ -12,16 +12,7 @@ import { startFixtureServer } from './helpers/fixtures.js';
 const PYTHON = '/usr/bin/python3';
 const SDK = join(ROOT, 'fixtures', 'clients', 'kernel-python-0.94.0');
 
-let d: TestDaemon;
-let fixtures: Awaited<ReturnType<typeof startFixtureServer>>;
-before(async () => {
-  d = await startTestDaemon();
-  fixtures = await startFixtureServer();
-});
-after(async () => {
-  await fixtures?.close();
-  await d?.stop();
-});
+const env = sdkDaemonWithFixtures();
 
 test("Kernel's Python SDK 0.94.0 runs its suite against the daemon unchanged", { timeout: 600_000 }, async () => {
   assert.ok(existsSync(PYTHON), `${PYTHON}: run npm run setup`);
@@ -31,9 +22,9 @@ test("Kernel's Python SDK 0.94.0 runs its suite against the daemon unchanged", {
     env: {
       PYTHONPATH: `${join(SDK, 'shim')}:${join(SDK, 'src')}`,
       PYTHONDONTWRITEBYTECODE: '1',
-      KERNEL_BASE_URL: d.baseUrl,
-      KERNEL_API_KEY: d.apiKey,
-      RBROWSE_FIXTURES_URL: fixtures.url,
+      KERNEL_BASE_URL: env.d.baseUrl,
+      KERNEL_API_KEY: env.d.apiKey,
+      RBROWSE_FIXTURES_URL: env.fixtures.url,
     },
     extendEnv: false,
     timeout: 540_000,
