@@ -187,6 +187,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     store,
     credentialsDir: paths.credentialsDir,
     usersOf: (id) => telemetry.exportingTo(id),
+    endpointChanged: (id) => telemetry.endpointChanged(id),
   });
   telemetry.destinations = telemetryDestinations;
   const replays = new ReplayRecorder({

@@ -143,6 +143,21 @@ describe('telemetry of a session (events and stream)', () => {
       ))!;
       assert.equal(second.headers['x-team'], undefined);
 
+      // A new endpoint too: the session's next batch goes to the other collector.
+      const moved = await startOtlpReceiver();
+      try {
+        assert.equal((await api('PATCH', `/telemetry/destinations/${dest.id}`, { endpoint: moved.url })).status, 200);
+        await env.kernel.browsers.computer.captureScreenshot(id);
+        const there = (await waitFor(
+          () => moved.records().find((r) => r.attributes['telemetry.type'] === 'api_call'),
+          30_000,
+          'an export to the new endpoint',
+        ))!;
+        assert.equal(there.headers.authorization, 'Bearer two');
+      } finally {
+        await moved.close();
+      }
+
       assert.equal((await api('DELETE', `/telemetry/destinations/${dest.id}`)).status, 409, 'in use by the session');
       const stopped = await api('PATCH', `/browsers/${id}`, { telemetry: { export: { otlp: { enabled: false } } } });
       assert.equal(stopped.status, 200, stopped.text);

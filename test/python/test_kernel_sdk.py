@@ -150,13 +150,17 @@ class KernelPythonSdk(unittest.TestCase):
         browser = scoped.browsers.create(headless=True)
         try:
             self.assertIn(browser.session_id, [b.session_id for b in scoped.browsers.list()])
-            self.assertEqual(self.client.browsers.retrieve(browser.session_id).project_id if hasattr(browser, "project_id") else project.id, project.id)
+            self.assertEqual(scoped.auth.context.retrieve().authorization.effective_scope.project_id, project.id)
+            # Another project by name does not see it.
+            other = self.client.projects.create(name=unique("py-other"))
+            self.assertNotIn(browser.session_id, [b.session_id for b in Kernel(max_retries=0, project=other.name).browsers.list()])
         finally:
             scoped.browsers.delete_by_id(browser.session_id)
         with self.assertRaises(NotFoundError):
             Kernel(max_retries=0, project="no-such-project").browsers.list()
         context = self.client.auth.context.retrieve()
-        self.assertTrue(context.organization_id if hasattr(context, "organization_id") else context)
+        self.assertEqual(context.authentication.method, "api_key")
+        self.assertTrue(context.organization.id)
         self.assertIsNotNone(self.client.organization.entitlements.retrieve())
         self.assertIsNotNone(self.client.organization.limits.retrieve())
         self.assertTrue(any(k for k in self.client.api_keys.list()))

@@ -52,6 +52,8 @@ export class TelemetryDestinations {
       credentialsDir: string;
       /** The sessions exporting to a destination now (a destination in use is not deleted). */
       usersOf: (destinationId: string) => string[];
+      /** A destination's endpoint changed: sessions exporting to it move there. */
+      endpointChanged: (destinationId: string) => Promise<void>;
     },
   ) {
     deps.store.collection('telemetry_destinations');
@@ -125,6 +127,7 @@ export class TelemetryDestinations {
       if (body.headers) record.header_names = Object.keys(this.headers.get(record.id) ?? {});
       record.updated_at = new Date().toISOString();
     });
+    if (endpoint !== undefined) await this.deps.endpointChanged(record.id);
     return view(record);
   }
 

@@ -34,6 +34,15 @@ export class Telemetry implements SessionFeature {
     return [...this.sessions].filter(([, t]) => t.exportDestination === destinationId).map(([id]) => id);
   }
 
+  /** A destination's endpoint changed: the sessions exporting to it send their next batches there. */
+  async endpointChanged(destinationId: string): Promise<void> {
+    for (const [id, telemetry] of this.sessions) {
+      if (telemetry.exportDestination !== destinationId) continue;
+      telemetry.exportTo(undefined);
+      await this.applyExport(id, telemetry, destinationId);
+    }
+  }
+
   /** Reports an event of a running session (dropped unless its category is captured). */
   record(sessionId: string, event: Omit<TelemetryEvent, 'ts'> & { ts?: number }): void {
     this.sessions.get(sessionId)?.record({ ts: Date.now() * 1000, ...event });

@@ -80,14 +80,11 @@ class ToolRegistry {
   private readonly early = new Map<string, ToolEvent[]>();
   private readonly detachWaiters = new Map<string, Set<() => void>>();
 
-  private constructor(
-    readonly cdp: CdpClient,
-    readonly browser: DevToolsEndpoint,
-  ) {}
+  private constructor(readonly cdp: CdpClient) {}
 
   static async open(browser: DevToolsEndpoint): Promise<ToolRegistry> {
     const cdp = await CdpClient.connect(browser);
-    const registry = new ToolRegistry(cdp, browser);
+    const registry = new ToolRegistry(cdp);
     try {
       cdp.on('Target.attachedToTarget', (p, parent) => registry.track(registry.setUp(p, parent)));
       cdp.on('Target.detachedFromTarget', ({ sessionId }) => registry.detached(sessionId));
