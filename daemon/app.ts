@@ -44,7 +44,8 @@ import { apiKeyHandlers } from './http/routes/api-keys.js';
 import { ApiKeys } from './org/api-keys.js';
 import { Deployments, imageOf } from './apps/deployments.js';
 import { Extensions } from './features/extensions/extensions.js';
-import { Invocations, syncCapMsFromEnv } from './apps/invocations.js';
+import { Invocations, markerOf, syncCapMsFromEnv } from './apps/invocations.js';
+import { AppSpares } from './apps/app-spares.js';
 import { Profiles } from './features/profiles/profiles.js';
 import { parseStealthProxy, Proxies } from './features/proxies/proxies.js';
 import { Stealth } from './features/stealth/stealth.js';
@@ -52,7 +53,7 @@ import { PoolManager } from './pools/manager.js';
 import { reapLeftovers } from './sessions/reaper.js';
 import { SessionManager } from './sessions/manager.js';
 import { Standby } from './sessions/ready/standby.js';
-import { burstBudgetMb, burstHoldMs, forgetAfterMs, spareBoxCount, type StandbySet } from '../src/standby.js';
+import { appSpareBoxCount, appSpareIdleMs, burstBudgetMb, burstHoldMs, forgetAfterMs, spareBoxCount, type StandbySet } from '../src/standby.js';
 import { SpareBoxes } from './sessions/ready/spare-boxes.js';
 import { ChromePolicies } from './features/chrome-policy.js';
 import { newId } from '../src/ids.js';
@@ -166,13 +167,25 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     defaultBytes: boxes.memoryLimitOf('session'),
     setMemoryLimit: (id, bytes) => boxes.setMemoryLimit(id, bytes),
   });
-  const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log });
+  // Built around each other: spares start for running deployments, which drop theirs when they stop.
+  const appSpares = new AppSpares({
+    count: appSpareBoxCount(),
+    idleMs: appSpareIdleMs(),
+    start: async (deploymentId, invocationId) =>
+      boxes.start({ kind: 'app', id: markerOf(invocationId), app: { image: await deployments.image(deploymentId) } }),
+    running: (deploymentId) => deployments.isRunning(deploymentId),
+    newId,
+    busy: () => invocations.busy || sessions.busy,
+    log: opts.log,
+  });
+  const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log, stopped: (id) => appSpares.forget(id) });
   await deployments.recover();
   const invocations = new Invocations({
     store,
     home: opts.home,
     deployments,
     boxes,
+    spares: appSpares,
     keys: auth,
     publicUrl,
     history: invocationHistory,
@@ -292,6 +305,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
         publicUrl,
         standby,
         spareBoxes,
+        appSpares,
         admission,
         () => sessions.running,
         () => launcher.pid,
@@ -357,6 +371,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       watch.close();
       pools.close();
       await invocations.close();
+      await appSpares.close();
       await deployments.close();
       admission.close();
       await Promise.all([standby.close(), spareBoxes.close()]);

@@ -43,6 +43,20 @@ export function spareBoxCount(env: NodeJS.ProcessEnv = process.env): number {
   return wholeNumber(env, 'RBROWSE_SPARE_BOXES', 1, 0, 'boxes');
 }
 
+/**
+ * How many app boxes (namespaces, network, agent, the deployment's code) are kept started for each
+ * deployment invoked lately, so its next invocation starts only its action:
+ * RBROWSE_APP_SPARE_BOXES, default 1 (0: off). Each holds ~45 MB.
+ */
+export function appSpareBoxCount(env: NodeJS.ProcessEnv = process.env): number {
+  return wholeNumber(env, 'RBROWSE_APP_SPARE_BOXES', 1, 0, 'boxes');
+}
+
+/** How long a deployment keeps its spare boxes without an invocation: RBROWSE_APP_SPARE_IDLE_SECONDS, default 300. */
+export function appSpareIdleMs(env: NodeJS.ProcessEnv = process.env): number {
+  return wholeNumber(env, 'RBROWSE_APP_SPARE_IDLE_SECONDS', 300, 1, 'seconds') * 1000;
+}
+
 /** A whole number setting: `fallback` when unset or empty; anything else not a whole number of at least `min` is refused. */
 function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, unit: string): number {
   const raw = env[name];

@@ -22,7 +22,7 @@ import { ROOT, startTestDaemon, waitFor, type CliResult, type TestDaemon } from 
 import { startFixtureServer } from './helpers/fixtures.js';
 
 const SAMPLE = join(ROOT, 'fixtures', 'apps', 'sample');
-const SAMPLE_ACTIONS = ['echo', 'throw', 'sleep', 'log', 'env', 'browser-title'];
+const SAMPLE_ACTIONS = ['echo', 'throw', 'sleep', 'log', 'scratch', 'env', 'browser-title'];
 const SETTLED = ['running', 'failed', 'stopped'];
 
 /** A zip of the sample app, as `rbrowse deploy` would make it. */
@@ -118,7 +118,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
   let sdkDeployment: string;
 
   before(async () => {
-    d = await startTestDaemon();
+    d = await startTestDaemon({ env: { RBROWSE_APP_SPARE_BOXES: '1' } });
     kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
   });
   after(async () => {
@@ -267,7 +267,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     const id = /deployment ([a-z0-9]{24}) queued/.exec(out.stdout)?.[1];
     assert.ok(id, out.stdout);
     assert.match(out.stdout, /loading index\.ts/);
-    assert.match(out.stdout, /app sample \(version 1\.0\.0\): echo, throw, sleep, log, env, browser-title/);
+    assert.match(out.stdout, /app sample \(version 1\.0\.0\): echo, throw, sleep, log, scratch, env, browser-title/);
     assert.match(out.stdout, new RegExp(`deployment ${id} running: sample \\(version 1\\.0\\.0\\)`));
     const dir = (await imageDir(id))!;
     assert.ok(existsSync(join(dir, 'index.ts')) && existsSync(join(dir, 'cdp.ts')), 'the app is unpacked');
@@ -275,7 +275,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
 
     const apps = await d.cli(['apps', 'list', '--app-name', 'sample']);
     assert.equal(apps.exitCode, 0, apps.stderr);
-    assert.match(apps.stdout, /sample\s+1\.0\.0\s+echo, throw, sleep, log, env, browser-title/);
+    assert.match(apps.stdout, /sample\s+1\.0\.0\s+echo, throw, sleep, log, scratch, env, browser-title/);
     assert.match(apps.stdout, /sample\s+latest/);
     const get = JSON.parse((await d.cli(['deployments', 'get', id, '--json'])).stdout);
     assert.equal(get.status, 'running');
@@ -433,7 +433,36 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
       entrypoint_rel_path: 'index.ts',
     });
     assert.equal((await settled(kernel, created.id)).status, 'running');
+    // Invoked once, it has a box started ahead for its next invocation (this daemon keeps one)...
+    const ping = await kernel.invocations.create({ app_name: 'doomed', version: 'latest', action_name: 'ping' });
+    assert.equal(ping.status, 'succeeded', ping.status_reason ?? '');
+    // (the sample deployment, invoked by earlier tests, keeps one too)
+    const spares = async () => (await d.api('GET', '/health', undefined, null)).body.app_spare_boxes;
+    const kept = await waitFor(
+      async () => {
+        const s = await spares();
+        return s.ready === s.deployments ? s : undefined;
+      },
+      240_000,
+      'a box started ahead for doomed',
+    );
+    const running = await findMarkedProcesses(d.home);
     await kernel.deployments.delete(created.id);
+    // ...which goes with it: its processes end, the others' stay.
+    await waitFor(async () => (await spares()).deployments === kept!.deployments - 1, 30_000, 'the box started ahead to stop');
+    assert.equal((await spares()).ready, kept!.ready - 1);
+    const left = await waitFor(
+      async () => {
+        const now = await findMarkedProcesses(d.home);
+        return now.length < running.length ? now : undefined;
+      },
+      30_000,
+      "the box's processes to end",
+    );
+    assert.ok(
+      left!.every((pid) => running.includes(pid)),
+      'nothing new started',
+    );
     const dep = await kernel.deployments.retrieve(created.id);
     assert.equal(dep.status, 'stopped');
     assert.equal(dep.status_reason, 'deleted');
@@ -549,7 +578,7 @@ describe('Deployments.resolveAction against a real deployed app (in-process)', (
     notFound(() => deployments.resolveAction(org, 'sample', '9.9', 'echo'), 'version 9.9 of app sample not found');
     notFound(
       () => deployments.resolveAction(org, 'sample', 'latest', 'fly'),
-      'action fly not found in app sample (actions: echo, throw, sleep, log, env, browser-title)',
+      'action fly not found in app sample (actions: echo, throw, sleep, log, scratch, env, browser-title)',
     );
     notFound(() => deployments.resolveAction(otherOrg, 'sample', 'latest', 'echo'), 'app sample not found');
 

@@ -75,7 +75,8 @@ describe('invocations', () => {
     d.api('POST', '/invocations', { app_name: app, version: 'latest', action_name: action, ...body });
 
   before(async () => {
-    d = await startTestDaemon({ env: { RBROWSE_SYNC_INVOCATION_CAP_MS: String(SYNC_CAP_MS) } });
+    // App boxes started ahead as shipped (one per deployment invoked lately): most invocations here start in one.
+    d = await startTestDaemon({ env: { RBROWSE_SYNC_INVOCATION_CAP_MS: String(SYNC_CAP_MS), RBROWSE_APP_SPARE_BOXES: '1' } });
     kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0, timeout: 180_000 });
     otherKey = (await d.cli(['auth', 'create-key', '--org', 'other'])).stdout.trim();
     other = new Kernel({ apiKey: otherKey, baseURL: d.baseUrl, maxRetries: 0 });
@@ -198,6 +199,43 @@ describe('invocations', () => {
     const session = await d.api('GET', `/browsers/${session_id}?include_deleted=true`);
     assert.equal(session.body.invocation_id, titled.id, 'the browser the action made belongs to its invocation');
     assert.ok(session.body.deleted_at, 'the action deleted it itself');
+  });
+
+  test('an invocation takes the box started ahead for its deployment: a fresh home and /tmp, its own id on its processes', {
+    timeout: 300_000,
+  }, async () => {
+    const scratch = () => kernel.invocations.create({ app_name: 'sample', version: 'latest', action_name: 'scratch' });
+    const spares = async () =>
+      (await d.api('GET', '/health', undefined, null)).body.app_spare_boxes as { ready: number; deployments: number; served: number };
+    const first = await scratch();
+    assert.equal(first.status, 'succeeded', first.status_reason ?? '');
+    assert.deepEqual(JSON.parse(first.output!), { found: [] });
+    // The first invocation of the deployment (in this test or before) has a box started for the next one.
+    await waitFor(async () => (await spares()).ready >= 1, 240_000, 'a box started ahead for the sample deployment');
+    const before = await spares();
+    assert.equal(before.deployments, 1);
+    const held = await kernel.invocations.create({
+      app_name: 'sample',
+      version: 'latest',
+      action_name: 'sleep',
+      payload: '{"ms":60000}',
+      async: true,
+    });
+    try {
+      const during = await spares();
+      assert.equal(during.served, before.served + 1, 'the invocation took the box started ahead');
+      // The action runs in that box, under the invocation's own id.
+      const pids = await waitFor(async () => ((await childPids(d, held.id)).length ? childPids(d, held.id) : undefined), 30_000, 'the held action');
+      assert.ok(pids!.length > 0);
+    } finally {
+      await kernel.invocations.update(held.id, { status: 'failed' });
+    }
+    // A box started ahead is fresh: nothing an earlier action wrote is in its home or /tmp.
+    await waitFor(async () => (await spares()).ready >= 1, 240_000, 'the next box started ahead');
+    const again = await scratch();
+    assert.equal(again.status, 'succeeded', again.status_reason ?? '');
+    assert.deepEqual(JSON.parse(again.output!), { found: [] });
+    assert.ok((await spares()).served >= before.served + 2);
   });
 
   test('async invocations move queued -> running -> terminal, as the SDK follow sees them', { timeout: 300_000 }, async () => {

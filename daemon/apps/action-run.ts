@@ -21,6 +21,8 @@ export interface ActionRunOptions {
   /** The child's whole environment: nothing of the daemon's is in it. */
   env: Record<string, string>;
   onLog: (line: string) => void;
+  /** A box started ahead for this invocation (its id is `id`): the action starts in it. */
+  box?: Box;
 }
 
 // An action's heap is capped so an allocation loop ends in the child, not the machine (its box's memory limit holds too).
@@ -63,13 +65,18 @@ export class ActionRun {
   }
 
   static async start(opts: ActionRunOptions): Promise<ActionRun> {
-    const box = await opts.boxes.start({ kind: 'app', id: opts.id, app: { image: opts.image } });
-    const child = box.spawn([BOX_NODE, `--max-old-space-size=${ACTION_MAX_OLD_SPACE_MB}`, ...opts.args], {
-      env: opts.env,
-      cwd: BOX_APP,
-      extraFds: [RESULT_FD],
-    });
-    return new ActionRun(box, child, opts);
+    const box = opts.box ?? (await opts.boxes.start({ kind: 'app', id: opts.id, app: { image: opts.image } }));
+    try {
+      const child = box.spawn([BOX_NODE, `--max-old-space-size=${ACTION_MAX_OLD_SPACE_MB}`, ...opts.args], {
+        env: opts.env,
+        cwd: BOX_APP,
+        extraFds: [RESULT_FD],
+      });
+      return new ActionRun(box, child, opts);
+    } catch (err) {
+      await box.stop();
+      throw err;
+    }
   }
 
   /** Ends the action and whatever it started (its box); resolves once they are gone. */

@@ -98,8 +98,22 @@ export class Deployments {
   /** Images being made again from their archives (after a reboot), by deployment. */
   private readonly restoring = new Map<string, Promise<string>>();
 
-  constructor(private readonly deps: { store: Store; dir: string; boxes: Boxes; log: (msg: string, extra?: object) => void }) {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      dir: string;
+      boxes: Boxes;
+      log: (msg: string, extra?: object) => void;
+      /** A deployment no longer runs: what was started ahead for its invocations goes. */
+      stopped?: (deploymentId: string) => void;
+    },
+  ) {
     deps.store.collection('deployments');
+  }
+
+  /** Whether the deployment can be invoked. */
+  isRunning(deploymentId: string): boolean {
+    return this.deps.store.data.deployments.some((d) => d.id === deploymentId && d.status === 'running');
   }
 
   /**
@@ -391,7 +405,9 @@ export class Deployments {
 
   /** Removes a stopped or failed deployment's code, unless an invocation still holds it. */
   private async discard(rec: DeploymentRecord): Promise<void> {
-    if (rec.status === 'running' || this.holds.has(rec.id)) return;
+    if (rec.status === 'running') return;
+    this.deps.stopped?.(rec.id);
+    if (this.holds.has(rec.id)) return;
     await this.deps.boxes.dropDisk(imageOf(rec.id));
     await removeTree(this.appDir(rec.id), this.deps.log);
   }

@@ -23,6 +23,8 @@ import type { ResolvedAction } from './deployments.js';
 import { EventLog, sinceTime } from '../lib/event-log.js';
 import { appBaseEnv, harnessArgs } from './harness-command.js';
 import type { Boxes } from '../box/boxes.js';
+import type { Box } from '../box/box.js';
+import type { AppSpares } from './app-spares.js';
 import { nowNano } from './timestamps.js';
 
 export interface InvocationRecord {
@@ -64,6 +66,8 @@ export interface InvocationsDeps {
   };
   /** Where actions run: a box each. */
   boxes: Boxes;
+  /** Boxes started ahead for deployments invoked lately; an invocation that takes one starts only its action. */
+  spares?: Pick<AppSpares, 'take'>;
   /** API keys of an org: one is minted per invocation and revoked when it ends. */
   keys: { mintKey(scope: Scope): Promise<{ id: string; key: string }>; revokeKey(id: string): Promise<void> };
   publicUrl: () => string;
@@ -102,6 +106,8 @@ interface Active {
   org: Scope;
   events: EventLog;
   run?: ActionRun;
+  /** The box started ahead for it, until its action starts there (or its end stops it). */
+  spare?: Box;
   timer?: NodeJS.Timeout;
   /** Set by the first end decided; every later one (the child's exit after a PATCH killed it) joins it. */
   settling?: Promise<void>;
@@ -127,6 +133,8 @@ export class Invocations implements SessionFeature {
   private readonly sweeps = new Set<Promise<void>>();
   private sessions?: SessionManager;
   private closing = false;
+  /** Actions whose own box is starting (no spare had one ready). */
+  private startingBoxes = 0;
 
   constructor(private readonly deps: InvocationsDeps) {
     deps.store.collection('invocations');
@@ -157,8 +165,9 @@ export class Invocations implements SessionFeature {
     if (body.payload !== undefined) assertPayload(body.payload);
     if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
     const action = this.deps.deployments.resolveAction(org, body.app_name, body.version, body.action_name);
+    const spare = this.deps.spares?.take(action.deployment_id);
     const record: InvocationRecord = {
-      id: newId(),
+      id: spare?.invocationId ?? newId(),
       org_id: org.id,
       deployment_id: action.deployment_id,
       app_name: action.app_name,
@@ -174,11 +183,17 @@ export class Invocations implements SessionFeature {
     };
     await this.deps.store.update((s) => void s.invocations.push(record));
     const inv = this.track(record, org, this.deps.deployments.hold(action.deployment_id));
+    inv.spare = spare?.box;
     const queued = this.toApi(record);
     void this.run(inv, action);
     if (record.async) return { accepted: true, invocation: queued };
     await within(this.deps.syncCapMs ?? SYNC_CAP_MS, inv.done);
     return { accepted: false, invocation: this.toApi(record) };
+  }
+
+  /** True while an action's own box starts: boxes started ahead wait, so they never slow one. */
+  get busy(): boolean {
+    return this.startingBoxes > 0;
   }
 
   get(org: OrgRecord, id: string): Invocation {
@@ -302,7 +317,11 @@ export class Invocations implements SessionFeature {
       record.api_key_id = key.id;
       const image = await this.deps.deployments.image(action.deployment_id);
       if (inv.settling) return await this.deps.keys.revokeKey(key.id);
+      const box = inv.spare;
+      inv.spare = undefined;
+      if (!box) this.startingBoxes++;
       inv.run = await ActionRun.start({
+        box,
         boxes: this.deps.boxes,
         id: markerOf(record.id),
         image,
@@ -318,6 +337,8 @@ export class Invocations implements SessionFeature {
           ...(record.payload !== undefined ? { RBROWSE_PAYLOAD: record.payload } : {}),
         },
         onLog: (message) => inv.events.push({ event: 'log', message, timestamp: nowNano() }),
+      }).finally(() => {
+        if (!box) this.startingBoxes--;
       });
       if (inv.settling) await inv.run.stop();
       const limit = record.timeout_seconds;
@@ -350,6 +371,10 @@ export class Invocations implements SessionFeature {
     const { record } = inv;
     clearTimeout(inv.timer);
     try {
+      // Ended before its action started: the box started ahead for it goes unused.
+      const spare = inv.spare;
+      inv.spare = undefined;
+      await spare?.stop();
       const stopping = inv.run?.stop();
       if (end.fromChild && stopping) this.sweepInBackground(stopping);
       else await stopping;

@@ -79,6 +79,19 @@ export const HealthSchema = Type.Object({
       },
     ),
   ),
+  app_spare_boxes: Type.Optional(
+    Type.Object(
+      {
+        ready: Type.Integer({ minimum: 0 }),
+        deployments: Type.Integer({ minimum: 0 }),
+        served: Type.Integer({ minimum: 0 }),
+      },
+      {
+        description:
+          'App boxes kept started for the next invocation of deployments invoked lately (RBROWSE_APP_SPARE_BOXES each): how many are ready, for how many deployments, and how many invocations took one since the daemon started',
+      },
+    ),
+  ),
   launches: Type.Optional(
     Type.Object(
       {

@@ -43,9 +43,9 @@ export function cleanEnv(home: string): Record<string, string> {
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !k.startsWith('KERNEL_') && !k.startsWith('RBROWSE_')) env[k] = v;
   }
-  // No standby browsers or spare boxes unless a test asks (RBROWSE_STANDBY, RBROWSE_SPARE_BOXES in
-  // `env`): most tests count the processes and directories of a home, and those would be among
-  // them. Nor bursts: a test that asks for standby counts exactly the browsers its set keeps.
+  // No standby browsers or spare boxes unless a test asks (RBROWSE_STANDBY, RBROWSE_SPARE_BOXES,
+  // RBROWSE_APP_SPARE_BOXES in `env`): most tests count the processes and directories of a home,
+  // and those would be among them. Nor bursts: a test that asks for standby counts exactly the browsers its set keeps.
   return {
     ...env,
     RBROWSE_HOME: home,
@@ -53,6 +53,7 @@ export function cleanEnv(home: string): Record<string, string> {
     RBROWSE_STANDBY: '0',
     RBROWSE_STANDBY_BURST_MB: '0',
     RBROWSE_SPARE_BOXES: '0',
+    RBROWSE_APP_SPARE_BOXES: '0',
     NO_COLOR: '1',
   };
 }

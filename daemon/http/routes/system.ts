@@ -3,6 +3,7 @@ import type { CdpGateway } from '../gateways/cdp.js';
 import type { HandlerGroup } from '../handlers.js';
 import type { Standby } from '../../sessions/ready/standby.js';
 import type { SpareBoxes } from '../../sessions/ready/spare-boxes.js';
+import type { AppSpares } from '../../apps/app-spares.js';
 import type { LaunchAdmission } from '../../sessions/admission.js';
 import { daemonResources } from '../../lib/diagnostics.js';
 import type { ConnectionGuard } from '../front-door.js';
@@ -14,6 +15,7 @@ export function systemHandlers(
   publicUrl: () => string,
   standby: Pick<Standby, 'counts' | 'budget' | 'served'>,
   spareBoxes: Pick<SpareBoxes, 'stats'>,
+  appSpares: Pick<AppSpares, 'stats'>,
   admission: Pick<LaunchAdmission, 'stats'>,
   sessionCount: () => number,
   launcherPid: () => number | undefined,
@@ -27,6 +29,7 @@ export function systemHandlers(
       standby_burst: standby.budget(),
       standby_served: standby.served(),
       spare_boxes: spareBoxes.stats(),
+      app_spare_boxes: appSpares.stats(),
       launches: admission.stats(),
     }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
