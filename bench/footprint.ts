@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ROOT, daemonPid, type TestDaemon } from '../test/helpers/daemon.js';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
-import { createSession, deleteSession, interleave } from './scenarios.js';
+import { chromium } from 'playwright';
+import { createSession, deleteSession, interleave, type BenchContext } from './scenarios.js';
 import { summarize, type Summary } from './stats.js';
 
 const NODE = join(ROOT, 'node_modules', '.bin', 'node');
@@ -51,19 +52,27 @@ export async function footprint(d: TestDaemon): Promise<Footprint> {
   return { rssMiB: kib('VmRSS') / 1024, anonMiB: kib('RssAnon') / 1024, fds: (await readdir(`/proc/${pid}/fd`)).length };
 }
 
+/** The PSS of these processes together, in MiB (shared pages counted once across them all). */
+export async function pssMiB(pids: number[]): Promise<number> {
+  let kib = 0;
+  for (const pid of pids) {
+    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+    kib += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+  }
+  return kib / 1024;
+}
+
 /**
  * PSS of what runs for a home outside the daemon and its launcher, in MiB: on an idle daemon
  * with no session, its spare boxes.
  */
 export async function boxesPssMiB(d: TestDaemon): Promise<number> {
-  let kib = 0;
+  const pids: number[] = [];
   for (const pid of await findMarkedProcesses(d.home)) {
     const environ = await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '');
-    if (environ.split('\0').includes('RBROWSE_SESSION=launcher')) continue;
-    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
-    kib += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+    if (!environ.split('\0').includes('RBROWSE_SESSION=launcher')) pids.push(pid);
   }
-  return kib / 1024;
+  return pssMiB(pids);
 }
 
 export interface LoadRound extends Footprint {
@@ -114,4 +123,38 @@ export async function loadRound(d: TestDaemon, o: { ms: number; readers: number;
   // Teardowns finish in the background; what is left after them is what a round cost.
   await new Promise((r) => setTimeout(r, 3000));
   return { ...(await footprint(d)), requests, reads: summarize(reads), created };
+}
+
+/**
+ * The memory of one headless session once a page is loaded, against a raw Chromium's after the
+ * same page (PSS, MiB): the session's whole box (bubblewrap, its agent, its network, Chromium)
+ * against the raw browser's processes. One sample of each, the client still connected.
+ */
+export async function sessionPss(ctx: BenchContext): Promise<{ session: number; raw: number }> {
+  const loaded = async (wsUrl: string, pids: () => Promise<number[]>) => {
+    const browser = await chromium.connectOverCDP(wsUrl);
+    try {
+      const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+      await page.goto(ctx.pageUrl);
+      // Let the first paint and the load's after-work finish before reading.
+      await new Promise((r) => setTimeout(r, 1000));
+      return await pssMiB(await pids());
+    } finally {
+      await browser.close().catch(() => {});
+    }
+  };
+  const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
+  let sessionMiB: number;
+  try {
+    sessionMiB = await loaded(session.cdp_ws_url, () => findMarkedProcesses(ctx.daemon.home, session.session_id));
+  } finally {
+    await deleteSession(ctx.daemon, session.session_id);
+  }
+  const profile = await ctx.raw.prepare();
+  try {
+    const raw = await ctx.raw.launch(profile);
+    return { session: sessionMiB, raw: await loaded(raw.wsUrl, () => findMarkedProcesses(ctx.raw.base, profile.name)) };
+  } finally {
+    await ctx.raw.dispose(profile);
+  }
 }

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
-import { boxesPssMiB, cliStartup, footprint, loadRound, type LoadRound } from './footprint.js';
+import { boxesPssMiB, cliStartup, footprint, loadRound, sessionPss, type LoadRound } from './footprint.js';
 import { intEnv, load, progress, runBench } from './lifecycle.js';
 import {
   cdpRoundTrips,
@@ -122,10 +122,13 @@ async function rawBurst(ctx: BenchContext): Promise<number> {
 
 const PHASES = ['create', 'connect', 'goto', 'close', 'delete'] as const;
 
-async function measure({
-  cold,
-  warm,
-}: Contexts): Promise<{ rows: Comparison[]; bursts: BurstRun[]; rounds: LoadRound[]; idle: { cold: number; warm: number; spareBox: number } }> {
+async function measure({ cold, warm }: Contexts): Promise<{
+  rows: Comparison[];
+  bursts: BurstRun[];
+  rounds: LoadRound[];
+  idle: { cold: number; warm: number; spareBox: number };
+  memory: { session: number; raw: number };
+}> {
   // Idle first, before anything has run in them.
   await spareReady(cold.daemon);
   const idle = { cold: (await footprint(cold.daemon)).rssMiB, warm: (await footprint(warm.daemon)).rssMiB, spareBox: await boxesPssMiB(cold.daemon) };
@@ -143,6 +146,11 @@ async function measure({
 
   progress(`cdp: ${CONFIG.rounds} rounds x ${CONFIG.callsPerRound} Runtime.evaluate per path`);
   const cdp = await cdpRoundTrips(cold, CONFIG);
+
+  progress('memory: 3 headless sessions and 3 raw browsers with a page loaded');
+  const pss: { session: number; raw: number }[] = [];
+  for (let i = 0; i < 3; i++) pss.push(await sessionPss(cold));
+  const memory = { session: summarize(pss.map((m) => m.session)).p50, raw: summarize(pss.map((m) => m.raw)).p50 };
 
   progress(`burst: ${CONFIG.burst} headless sessions ${CONFIG.burstConcurrency} at a time, 3 per side`);
   await standbyReady(warm.daemon);
@@ -190,7 +198,7 @@ async function measure({
     { metric: 'rbrowse --version vs node -e 0', unit: 'ms', rbrowse: summarize(cli.version), raw: summarize(cli.node), maxP50: 150 },
     { metric: 'rbrowse ls vs node -e 0', unit: 'ms', rbrowse: summarize(cli.ls), raw: summarize(cli.node), maxP50: 150 },
   ];
-  return { rows, bursts: backToBack, rounds, idle };
+  return { rows, bursts: backToBack, rounds, idle, memory };
 }
 
 function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): void {
@@ -210,6 +218,9 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
   console.log(renderBursts(r.bursts));
   console.log(`\ndaemon RSS idle: ${r.idle.cold.toFixed(0)} MiB (standby off), ${r.idle.warm.toFixed(0)} MiB (default standby); goal <= 80 MiB`);
   console.log(`spare session box (RBROWSE_SPARE_BOXES=1), outside the daemon: ${r.idle.spareBox.toFixed(0)} MiB PSS`);
+  console.log(
+    `a headless session with a page loaded: ${r.memory.session.toFixed(0)} MiB PSS (its whole box), a raw Chromium ${r.memory.raw.toFixed(0)} MiB (${(r.memory.session / r.memory.raw).toFixed(2)}x)`,
+  );
   console.log('load rounds (8 API clients reading/PATCHing, 2 creating and deleting sessions; after a 3 s settle):');
   console.log('round  RSS (anon) MiB  fds  sessions  read p50 / p99 ms  requests by status');
   r.rounds.forEach((x, i) => {

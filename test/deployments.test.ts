@@ -11,7 +11,7 @@ import { ZipArchive } from 'archiver';
 import { appFiles, zipFiles } from '../cli/app-zip.js';
 import { Deployments, imageOf } from '../daemon/apps/deployments.js';
 import { EventLog, sinceTime } from '../daemon/lib/event-log.js';
-import { appBaseEnv, harnessArgs } from '../daemon/apps/harness-command.js';
+import { appBaseEnv, harnessArgv } from '../daemon/apps/harness-command.js';
 import { ProcessLauncher } from '../daemon/box/launcher.js';
 import { findMarkedProcesses, isAlive } from '../daemon/lib/procs.js';
 import { Boxes } from '../daemon/box/boxes.js';
@@ -315,7 +315,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
       [{ file: zip, entrypoint_rel_path: 'missing.ts' }, /^entrypoint_rel_path: missing\.ts is not a file in the zip \(its top level: .*index\.ts/],
       [{ file: zip, entrypoint_rel_path: '../index.ts' }, /^entrypoint_rel_path: may not contain \.\./],
       [{ file: zip, entrypoint_rel_path: '/index.ts' }, /^entrypoint_rel_path: must be relative/],
-      [{ file: zip, entrypoint_rel_path: 'main.py' }, /^entrypoint_rel_path: must be a JavaScript or TypeScript file/],
+      [{ file: zip, entrypoint_rel_path: 'main.rb' }, /^entrypoint_rel_path: must be a JavaScript, TypeScript or Python file/],
       [{ file: zip, entrypoint_rel_path: 'index.ts', 'env_vars[1BAD]': 'x' }, /env_vars\.1BAD is not a known field/],
       [{ file: zip, entrypoint_rel_path: 'index.ts', region: 'eu-west-1' }, /region must be "aws\.us-east-1a"/],
       [{ file: zip, entrypoint_rel_path: 'index.ts', colour: 'blue' }, /colour is not a known field/],
@@ -606,7 +606,7 @@ describe('Deployments.resolveAction against a real deployed app (in-process)', (
       boxes,
       id: `test-run-${Date.now()}`,
       image: await deployments.image(first.deployment_id),
-      args: harnessArgs('run', 'index.ts', 'sample', 'echo'),
+      argv: harnessArgv('run', 'index.ts', 'sample', 'echo'),
       env: { ...appBaseEnv(), KERNEL_API_KEY: 'k', RBROWSE_PAYLOAD: '[1]' },
       onLog: () => {},
     });

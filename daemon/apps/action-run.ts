@@ -1,6 +1,6 @@
 import type { Box, BoxProcess } from '../box/box.js';
 import type { Boxes } from '../box/boxes.js';
-import { BOX_APP, BOX_NODE } from '../box/box-spec.js';
+import { BOX_APP } from '../box/box-spec.js';
 import { RESULT_FD } from './harness-command.js';
 import { LineSplitter } from '../lib/line-splitter.js';
 
@@ -16,17 +16,14 @@ export interface ActionRunOptions {
   id: string;
   /** The disk holding the deployment's installed code, bound read-only at /app. */
   image: string;
-  /** The harness's arguments (`run` mode) for the box's Node. */
-  args: string[];
+  /** The harness's command line (`run` mode: harnessArgv). */
+  argv: string[];
   /** The child's whole environment: nothing of the daemon's is in it. */
   env: Record<string, string>;
   onLog: (line: string) => void;
   /** A box started ahead for this invocation (its id is `id`): the action starts in it. */
   box?: Box;
 }
-
-// An action's heap is capped so an allocation loop ends in the child, not the machine (its box's memory limit holds too).
-export const ACTION_MAX_OLD_SPACE_MB = 1024;
 
 /**
  * One action running in a box of its own, as an unprivileged user: a private home and /tmp, its
@@ -67,7 +64,7 @@ export class ActionRun {
   static async start(opts: ActionRunOptions): Promise<ActionRun> {
     const box = opts.box ?? (await opts.boxes.start({ kind: 'app', id: opts.id, app: { image: opts.image } }));
     try {
-      const child = box.spawn([BOX_NODE, `--max-old-space-size=${ACTION_MAX_OLD_SPACE_MB}`, ...opts.args], {
+      const child = box.spawn(opts.argv, {
         env: opts.env,
         cwd: BOX_APP,
         extraFds: [RESULT_FD],

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { LineSplitter } from '../lib/line-splitter.js';
 import type { Box, BoxProcess } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';
-import { BOX_APP, BOX_NODE, BOX_RUNTIME } from '../box/box-spec.js';
-import { harnessArgs, RESULT_FD } from './harness-command.js';
+import { BOX_APP, BOX_RUNTIME } from '../box/box-spec.js';
+import { harnessArgv, RESULT_FD } from './harness-command.js';
 
 /** Why a deployment failed, in words for its status_reason. */
 export class BuildError extends Error {}
@@ -129,10 +129,30 @@ export async function linkSdk(opts: StepOptions): Promise<void> {
   opts.log(r.stdout.toString().trim() === 'own' ? 'using the app’s own @onkernel/sdk' : 'linked the daemon’s @onkernel/sdk into node_modules');
 }
 
+/**
+ * A Python app's dependencies: `pip install --target .python_packages -r requirements.txt` when
+ * it has a requirements.txt (pip as the machine has it, with its index settings), else nothing.
+ * Kernel's SDK is the daemon's (on PYTHONPATH) unless the app brings its own `kernel` package.
+ */
+export async function installPythonDependencies(source: string, opts: StepOptions): Promise<void> {
+  if (existsSync(join(source, 'requirements.txt'))) {
+    const args = ['-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', '--target', '.python_packages', '-r', 'requirements.txt'];
+    opts.log(`$ python3 ${args.join(' ')}`);
+    let lastError = '';
+    const onLine = (line: string) => {
+      if (/^ERROR: /.test(line)) lastError ||= line.slice('ERROR: '.length);
+      if (/No module named pip/.test(line)) lastError = 'pip is not installed on this machine (Debian: apt-get install python3-pip)';
+    };
+    const { code } = await step('pip install', ['python3', ...args], { ...opts, timeoutMs: INSTALL_TIMEOUT_MS, onLine });
+    if (code !== 0) throw new BuildError(`pip install failed (exit code ${code})${lastError ? `: ${lastError}` : ''}`);
+  } else opts.log('no dependencies to install');
+  opts.log(existsSync(join(source, 'kernel')) ? 'using the app’s own kernel package' : 'using the daemon’s Kernel Python SDK');
+}
+
 /** Loads the entrypoint in the box (the harness's `list`) and answers the apps and actions it registers. */
 export async function loadApps(entrypoint: string, opts: StepOptions): Promise<LoadedApp[]> {
   opts.log(`loading ${entrypoint}`);
-  const { code, result } = await step(`loading ${entrypoint}`, [BOX_NODE, ...harnessArgs('list', entrypoint)], {
+  const { code, result } = await step(`loading ${entrypoint}`, harnessArgv('list', entrypoint), {
     ...opts,
     timeoutMs: LOAD_TIMEOUT_MS,
     resultFd: true,
@@ -147,7 +167,11 @@ export async function loadApps(entrypoint: string, opts: StepOptions): Promise<L
   if (code !== 0 || !answer) throw new BuildError(`loading ${entrypoint} failed (exit code ${code}): it exited without registering anything`);
   const apps = answer.apps ?? [];
   if (apps.length === 0) {
-    throw new BuildError(`${entrypoint} registers no apps: create one with kernel.app(name) and add actions with app.action(name, handler)`);
+    throw new BuildError(
+      entrypoint.endsWith('.py')
+        ? `${entrypoint} registers no apps: create one with kernel.App(name) and add actions with @app.action(name)`
+        : `${entrypoint} registers no apps: create one with kernel.app(name) and add actions with app.action(name, handler)`,
+    );
   }
   const empty = apps.find((a) => a.actions.length === 0);
   if (empty) throw new BuildError(`app ${empty.name} registers no actions: add one with app.action(name, handler)`);

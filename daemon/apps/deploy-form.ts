@@ -89,7 +89,7 @@ export function entrypointPath(raw: string): string {
   if (raw.split('/').includes('..')) throw refuse('may not contain ..');
   const clean = posix.normalize(raw);
   if (clean === '.' || clean.endsWith('/')) throw refuse('must name a file');
-  // Apps run on Node here (TypeScript through tsx); a Python app of Kernel's would only fail later.
-  if (!/\.[cm]?[jt]sx?$/.test(clean)) throw refuse('must be a JavaScript or TypeScript file (.ts, .js, .mjs, ...)');
+  // JavaScript and TypeScript apps run on Node (TypeScript through tsx), Python ones on python3.
+  if (!/\.([cm]?[jt]sx?|py)$/.test(clean)) throw refuse('must be a JavaScript, TypeScript or Python file (.ts, .js, .mjs, .py, ...)');
   return clean;
 }

@@ -25,10 +25,10 @@ import { EventStream, type StreamEvent } from '../lib/sse.js';
 import { paginate, type ListPage } from '../lib/paging.js';
 import type { OrgRecord } from '../lib/owned-records.js';
 import type { Store } from '../lib/state/store.js';
-import { BuildError, buildNpmrc, installDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
+import { BuildError, buildNpmrc, installDependencies, installPythonDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
 import { receiveDeploy } from './deploy-form.js';
 import { EventLog, sinceTime } from '../lib/event-log.js';
-import { appBaseEnv } from './harness-command.js';
+import { appBaseEnv, isPythonEntrypoint } from './harness-command.js';
 
 export interface AppVersionRecord {
   /** The app version id of GET /apps and app_version_summary events. */
@@ -331,8 +331,11 @@ export class Deployments {
       const files = new FileOps(box);
       await files.unpack(BOX_APP, await tarOf(source));
       const opts = { box, env, signal, log };
-      await installDependencies(source, opts);
-      await linkSdk(opts);
+      if (isPythonEntrypoint(rec.entrypoint_rel_path)) await installPythonDependencies(source, opts);
+      else {
+        await installDependencies(source, opts);
+        await linkSdk(opts);
+      }
       apps = await loadApps(rec.entrypoint_rel_path, { ...opts, env: { ...env, KERNEL_API_KEY: LOAD_TIME_API_KEY, ...rec.env_vars } });
       // Each invocation runs as a user of its own: the code must be readable by others.
       await outputOf(box.spawn(['chmod', '-R', 'a+rX', '--', BOX_APP]));

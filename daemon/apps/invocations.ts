@@ -21,7 +21,7 @@ import type { History } from '../lib/state/history.js';
 import { ActionRun } from './action-run.js';
 import type { ResolvedAction } from './deployments.js';
 import { EventLog, sinceTime } from '../lib/event-log.js';
-import { appBaseEnv, harnessArgs } from './harness-command.js';
+import { appBaseEnv, harnessArgv } from './harness-command.js';
 import type { Boxes } from '../box/boxes.js';
 import type { Box } from '../box/box.js';
 import type { AppSpares } from './app-spares.js';
@@ -325,7 +325,7 @@ export class Invocations implements SessionFeature {
         boxes: this.deps.boxes,
         id: markerOf(record.id),
         image,
-        args: harnessArgs('run', action.entrypoint_rel_path, action.app_name, action.action_name),
+        argv: harnessArgv('run', action.entrypoint_rel_path, action.app_name, action.action_name),
         env: {
           ...appBaseEnv(),
           ...action.env_vars,

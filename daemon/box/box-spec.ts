@@ -8,6 +8,8 @@ export const BOX_RUNTIME = '/opt/rbrowse';
 /** rbrowse's Node (24) inside boxes: first on an app's PATH as `node`, so npm and its scripts run on it. */
 export const BOX_BIN = `${BOX_RUNTIME}/bin`;
 export const BOX_NODE = `${BOX_BIN}/node`;
+/** Kernel's Python SDK as rbrowse provides it to Python apps (on their PYTHONPATH). */
+export const BOX_PYTHON_SDK = `${BOX_RUNTIME}/python`;
 /** Where an app's code is inside its boxes. */
 export const BOX_APP = '/app';
 /** The box's user: uid and gid 1000 inside, named as on Kernel's machines. */
@@ -101,6 +103,8 @@ export interface BoxRuntime {
   daemonDir: string;
   /** The package's node_modules (Playwright, chromium-bidi, tsx, the Kernel SDK for apps). */
   nodeModules: string;
+  /** Kernel's Python SDK for Python apps (its src/ and the shim/ that makes it import on Debian's packages), if the package has it. */
+  pythonSdk?: string;
 }
 
 export interface BoxSpecInput {
@@ -266,6 +270,7 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
     [realpathSync(input.runtime.node), BOX_NODE, false],
     [input.runtime.daemonDir, `${BOX_RUNTIME}/daemon`, false],
     [input.runtime.nodeModules, `${BOX_RUNTIME}/node_modules`, false],
+    ...(input.runtime.pythonSdk ? [[input.runtime.pythonSdk, BOX_PYTHON_SDK, false] as [string, string, boolean]] : []),
     ...(input.binds ?? []).map((b): [string, string, boolean] => [b.host, b.inside, Boolean(b.writable)]),
   ];
   for (const [host, inside, writable] of pendingBinds) bindFd(host, inside, writable);

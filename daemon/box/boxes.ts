@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
@@ -53,7 +53,14 @@ export interface BoxRequest {
 /** rbrowse's files boxes need, found from where this module runs (sources or bundle). */
 export function boxRuntime(): BoxRuntime {
   const daemonDir = dirname(dirname(runnerScript('box', 'agent.mjs')));
-  return { node: process.execPath, daemonDir, nodeModules: join(dirname(daemonDir), 'node_modules') };
+  // The Python SDK ships vendored in the package (Apache-2.0), as the one its tests drive.
+  const pythonSdk = join(dirname(daemonDir), 'fixtures', 'clients', 'kernel-python-0.94.0');
+  return {
+    node: process.execPath,
+    daemonDir,
+    nodeModules: join(dirname(daemonDir), 'node_modules'),
+    ...(existsSync(join(pythonSdk, 'src', 'kernel')) ? { pythonSdk } : {}),
+  };
 }
 
 /** Whether any user may look a path up (every directory above it searchable by others). */
