@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TInteger } from 'typebox';
 import { TelemetryConfigSchema, TelemetryRequestSchema } from './telemetry-config.js';
 
 /** Bodies refuse unknown fields: a typo such as `timout_seconds` must be a 400, not silently dropped. */
@@ -16,6 +16,12 @@ export const ErrorBodySchema = Type.Object(
   },
   { description: 'The error body of every error response' },
 );
+
+/** A /health object of whole-number counters, all named in `names`. */
+function counters<const K extends string>(names: readonly K[], description: string) {
+  const properties = Object.fromEntries(names.map((n) => [n, Type.Integer({ minimum: 0 })])) as Record<K, TInteger>;
+  return Type.Optional(Type.Object(properties, { description }));
+}
 
 export const HealthSchema = Type.Object({
   status: Type.Literal('ok'),
@@ -53,44 +59,17 @@ export const HealthSchema = Type.Object({
       },
     ),
   ),
-  standby_served: Type.Optional(
-    Type.Object(
-      {
-        creates: Type.Integer({ minimum: 0 }),
-        from_ready: Type.Integer({ minimum: 0 }),
-        from_launch: Type.Integer({ minimum: 0 }),
-      },
-      {
-        description:
-          'Since the daemon started: the creates a standby browser could serve, and how many one served, ready or still launching (the rest launched a browser of their own)',
-      },
-    ),
+  standby_served: counters(
+    ['creates', 'from_ready', 'from_launch'],
+    'Since the daemon started: the creates a standby browser could serve, and how many one served, ready or still launching (the rest launched a browser of their own)',
   ),
-  spare_boxes: Type.Optional(
-    Type.Object(
-      {
-        ready: Type.Integer({ minimum: 0 }),
-        wanted: Type.Integer({ minimum: 0 }),
-        served: Type.Integer({ minimum: 0 }),
-      },
-      {
-        description:
-          'Empty session boxes kept started for creates no standby browser serves (RBROWSE_SPARE_BOXES): how many are ready of how many kept, and how many creates took one since the daemon started',
-      },
-    ),
+  spare_boxes: counters(
+    ['ready', 'wanted', 'served'],
+    'Empty session boxes kept started for creates no standby browser serves (RBROWSE_SPARE_BOXES): how many are ready of how many kept, and how many creates took one since the daemon started',
   ),
-  app_spare_boxes: Type.Optional(
-    Type.Object(
-      {
-        ready: Type.Integer({ minimum: 0 }),
-        deployments: Type.Integer({ minimum: 0 }),
-        served: Type.Integer({ minimum: 0 }),
-      },
-      {
-        description:
-          'App boxes kept started for the next invocation of deployments invoked lately (RBROWSE_APP_SPARE_BOXES each): how many are ready, for how many deployments, and how many invocations took one since the daemon started',
-      },
-    ),
+  app_spare_boxes: counters(
+    ['ready', 'deployments', 'served'],
+    'App boxes kept started for the next invocation of deployments invoked lately (RBROWSE_APP_SPARE_BOXES each): how many are ready, for how many deployments, and how many invocations took one since the daemon started',
   ),
   launches: Type.Optional(
     Type.Object(
