@@ -181,7 +181,12 @@ export class Invocations implements SessionFeature {
       // The spec applies async_timeout_seconds to async calls only; a sync one gets the default.
       timeout_seconds: (body.async && body.async_timeout_seconds) || ASYNC_TIMEOUT.default,
     };
-    await this.deps.store.update((s) => void s.invocations.push(record));
+    try {
+      await this.deps.store.update((s) => void s.invocations.push(record));
+    } catch (err) {
+      void spare?.box.stop();
+      throw err;
+    }
     const inv = this.track(record, org, this.deps.deployments.hold(action.deployment_id));
     inv.spare = spare?.box;
     const queued = this.toApi(record);
