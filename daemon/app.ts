@@ -368,19 +368,30 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       return baseUrl;
     },
     async close() {
+      // A step that holds the stop up says so in the log (the CLI gives up after 60 s).
+      const step = async (name: string, done: () => Promise<unknown>) => {
+        const started = Date.now();
+        const slow = setInterval(() => opts.log('daemon stop is waiting', { step: name, waited_ms: Date.now() - started }), 10_000);
+        slow.unref();
+        try {
+          await done();
+        } finally {
+          clearInterval(slow);
+        }
+      };
       watch.close();
       pools.close();
-      await invocations.close();
-      await appSpares.close();
-      await deployments.close();
+      await step('invocations', () => invocations.close());
+      await step('app spare boxes', () => appSpares.close());
+      await step('deployments', () => deployments.close());
       admission.close();
-      await Promise.all([standby.close(), spareBoxes.close()]);
-      await sessions.endAll('daemon_stop');
-      await replays.close();
-      await telemetryArchive.settled();
-      await server.close();
-      await Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]);
-      await boxes.close();
+      await step('standby and spare boxes', () => Promise.all([standby.close(), spareBoxes.close()]));
+      await step('sessions', () => sessions.endAll('daemon_stop'));
+      await step('replays', () => replays.close());
+      await step('telemetry', () => telemetryArchive.settled());
+      await step('http server', () => server.close());
+      await step('histories', () => Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]));
+      await step('boxes', () => boxes.close());
       launcher.close();
       // Last: whatever the steps above changed is in both copies of the state file before the exit.
       await store.flushed();

@@ -515,7 +515,12 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     // A graceful stop cancels a build too, and says so.
     const second = await kernel.deployments.create({ file: zipFile(await zipOf(hang)), entrypoint_rel_path: 'index.ts' });
     await waitFor(async () => (await findMarkedProcesses(d.home, imageOf(second.id))).length > 0, 60_000, 'the second build');
-    assert.equal((await d.cli(['daemon', 'stop'])).exitCode, 0);
+    const stop = await d.cli(['daemon', 'stop']);
+    assert.equal(
+      stop.exitCode,
+      0,
+      `${stop.stdout}\n${stop.stderr}\n${(await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8')).split('\n').slice(-15).join('\n')}`,
+    );
     assert.deepEqual(await findMarkedProcesses(d.home), [], 'the stop killed the build');
     const state = JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
     const rec = state.deployments.find((x: any) => x.id === second.id);

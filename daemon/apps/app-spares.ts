@@ -45,7 +45,10 @@ export class AppSpares {
 
   constructor(private readonly deps: AppSparesDeps) {}
 
-  /** A started box for an invocation of the deployment, or undefined; either way one is started for the next. */
+  /**
+   * A started box for an invocation of the deployment, or undefined. The next one is started once
+   * the caller says its action has started (refill), so the two never start at once.
+   */
   take(deploymentId: string): AppSpare | undefined {
     if (this.closed || this.deps.count === 0) return undefined;
     const kept = this.kept.get(deploymentId) ?? this.keep(deploymentId);
@@ -58,8 +61,12 @@ export class AppSpares {
     }
     if (spare) this.served++;
     this.touch(deploymentId, kept);
-    kept.refill.kick();
     return spare;
+  }
+
+  /** An invocation of the deployment has started its action: the box for its next one may start. */
+  refill(deploymentId: string): void {
+    this.kept.get(deploymentId)?.refill.kick();
   }
 
   /** GET /health: boxes ready in all, the deployments they are kept for, and how many invocations took one since the daemon started. */

@@ -67,7 +67,7 @@ export interface InvocationsDeps {
   /** Where actions run: a box each. */
   boxes: Boxes;
   /** Boxes started ahead for deployments invoked lately; an invocation that takes one starts only its action. */
-  spares?: Pick<AppSpares, 'take'>;
+  spares?: Pick<AppSpares, 'take' | 'refill'>;
   /** API keys of an org: one is minted per invocation and revoked when it ends. */
   keys: { mintKey(scope: Scope): Promise<{ id: string; key: string }>; revokeKey(id: string): Promise<void> };
   publicUrl: () => string;
@@ -344,6 +344,7 @@ export class Invocations implements SessionFeature {
         onLog: (message) => inv.events.push({ event: 'log', message, timestamp: nowNano() }),
       }).finally(() => {
         if (!box) this.startingBoxes--;
+        this.deps.spares?.refill(action.deployment_id);
       });
       if (inv.settling) await inv.run.stop();
       const limit = record.timeout_seconds;
