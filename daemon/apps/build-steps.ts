@@ -5,7 +5,7 @@ import { LineSplitter } from '../lib/line-splitter.js';
 import type { Box, BoxProcess } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';
 import { BOX_APP, BOX_RUNTIME } from '../box/box-spec.js';
-import { harnessArgv, RESULT_FD } from './harness-command.js';
+import { harnessArgv, isPythonEntrypoint, RESULT_FD } from './harness-command.js';
 
 /** Why a deployment failed, in words for its status_reason. */
 export class BuildError extends Error {}
@@ -166,14 +166,11 @@ export async function loadApps(entrypoint: string, opts: StepOptions): Promise<L
   if (answer?.type === 'error') throw new BuildError(answer.message ?? 'the entrypoint failed to load');
   if (code !== 0 || !answer) throw new BuildError(`loading ${entrypoint} failed (exit code ${code}): it exited without registering anything`);
   const apps = answer.apps ?? [];
-  if (apps.length === 0) {
-    throw new BuildError(
-      entrypoint.endsWith('.py')
-        ? `${entrypoint} registers no apps: create one with kernel.App(name) and add actions with @app.action(name)`
-        : `${entrypoint} registers no apps: create one with kernel.app(name) and add actions with app.action(name, handler)`,
-    );
-  }
+  const [create, add] = isPythonEntrypoint(entrypoint)
+    ? ['kernel.App(name)', '@app.action(name)']
+    : ['kernel.app(name)', 'app.action(name, handler)'];
+  if (apps.length === 0) throw new BuildError(`${entrypoint} registers no apps: create one with ${create} and add actions with ${add}`);
   const empty = apps.find((a) => a.actions.length === 0);
-  if (empty) throw new BuildError(`app ${empty.name} registers no actions: add one with app.action(name, handler)`);
+  if (empty) throw new BuildError(`app ${empty.name} registers no actions: add one with ${add}`);
   return apps;
 }
