@@ -119,12 +119,12 @@ describe('telemetry of a session (events and stream)', () => {
       assert.equal(b.status, 200, b.text);
       const id = b.body.session_id;
       assert.deepEqual(b.body.telemetry.export, { otlp: { enabled: true, destination: dest.id } });
-      await env.kernel.browsers.computer.captureScreenshot(id);
-      const first = (await waitFor(
-        () => receiver.records().find((r) => r.attributes['telemetry.type'] === 'api_call'),
-        30_000,
-        'an exported api_call',
-      ))!;
+      // One API call of the session, then the first record a collector gets that matches.
+      const exported = async (collector: typeof receiver, match: (r: ReturnType<typeof receiver.records>[number]) => boolean, what: string) => {
+        await env.kernel.browsers.computer.captureScreenshot(id);
+        return (await waitFor(() => collector.records().find(match), 30_000, what))!;
+      };
+      const first = await exported(receiver, (r) => r.attributes['telemetry.type'] === 'api_call', 'an exported api_call');
       assert.equal(first.headers.authorization, 'Bearer one');
       assert.equal(first.headers['x-team'], 'qa');
       assert.equal(first.resource['browser.session_id'], id);
@@ -135,24 +135,14 @@ describe('telemetry of a session (events and stream)', () => {
       const patched = await api('PATCH', `/telemetry/destinations/${dest.id}`, { headers: { Authorization: 'Bearer two', 'x-team': null } });
       assert.equal(patched.status, 200, patched.text);
       assert.deepEqual(patched.body.headers, { Authorization: '' });
-      await env.kernel.browsers.computer.captureScreenshot(id);
-      const second = (await waitFor(
-        () => receiver.records().find((r) => r.headers.authorization === 'Bearer two'),
-        30_000,
-        'an export with the new key',
-      ))!;
+      const second = await exported(receiver, (r) => r.headers.authorization === 'Bearer two', 'an export with the new key');
       assert.equal(second.headers['x-team'], undefined);
 
       // A new endpoint too: the session's next batch goes to the other collector.
       const moved = await startOtlpReceiver();
       try {
         assert.equal((await api('PATCH', `/telemetry/destinations/${dest.id}`, { endpoint: moved.url })).status, 200);
-        await env.kernel.browsers.computer.captureScreenshot(id);
-        const there = (await waitFor(
-          () => moved.records().find((r) => r.attributes['telemetry.type'] === 'api_call'),
-          30_000,
-          'an export to the new endpoint',
-        ))!;
+        const there = await exported(moved, (r) => r.attributes['telemetry.type'] === 'api_call', 'an export to the new endpoint');
         assert.equal(there.headers.authorization, 'Bearer two');
       } finally {
         await moved.close();
