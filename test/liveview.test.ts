@@ -168,9 +168,13 @@ describe('live view', () => {
         10_000,
         'the page to see 1200x800',
       );
-      // The viewer was dropped by the resize and reconnects by itself to the new size.
-      await waitFor(async () => (await view.evaluate(() => document.body.dataset.state)) === 'connected', 15_000, 'reconnect');
-      await waitFor(async () => (await canvasSize(view)).width === 1200, 10_000, 'the canvas to follow');
+      // The viewer was dropped by the resize and reconnects by itself to the new size (it may not
+      // have seen the drop yet, so "connected" alone does not say it is back).
+      await waitFor(
+        async () => (await view.evaluate(() => document.body.dataset.state)) === 'connected' && (await canvasSize(view))?.width === 1200,
+        25_000,
+        'the viewer to reconnect at the new size',
+      );
       assert.deepEqual(await canvasSize(view), { width: 1200, height: 800 });
       assert.deepEqual((await d.api('GET', `/browsers/${s.session_id}`)).body.viewport, res.body.viewport);
     } finally {

@@ -141,7 +141,6 @@ export async function killDaemonHard(d: TestDaemon): Promise<void> {
   await waitFor(() => !isAlive(pid), 10_000, 'the daemon to die');
 }
 
-/** Polls until check() is truthy; fails after timeoutMs. */
 /**
  * How long a test waits for a browser or box started ahead of demand (a standby browser, a pool's
  * fill, a spare box): those start at the lowest CPU priority so that they never slow a live session,
@@ -150,6 +149,7 @@ export async function killDaemonHard(d: TestDaemon): Promise<void> {
  */
 export const BACKGROUND_START_MS = 240_000;
 
+/** Polls until check() is truthy; fails after timeoutMs. */
 export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs: number, what: string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -36,11 +36,14 @@ export async function canvasPixels(page: Page, points: [number, number][]): Prom
   ) as Promise<number[][]>;
 }
 
-export async function canvasSize(page: Page): Promise<{ width: number; height: number }> {
-  return page.evaluate(`(() => { const c = document.querySelector('#screen canvas'); return { width: c.width, height: c.height }; })()`) as Promise<{
+/** The noVNC canvas's size, or null while there is none (noVNC removes it when its connection drops). */
+export async function canvasSize(page: Page): Promise<{ width: number; height: number } | null> {
+  return page.evaluate(
+    `(() => { const c = document.querySelector('#screen canvas'); return c && { width: c.width, height: c.height }; })()`,
+  ) as Promise<{
     width: number;
     height: number;
-  }>;
+  } | null>;
 }
 
 /** RGBA of a PNG (e.g. a CDP screenshot) at the given points, decoded by the viewer browser itself. */

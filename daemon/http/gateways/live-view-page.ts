@@ -108,12 +108,18 @@ let ws;
 /** The page's size in CSS pixels, from the last frame: input is sent in these. */
 let page = { width: 1, height: 1 };
 window.frames_drawn = 0;
+/** Frames decode concurrently and may finish out of order: one older than the frame on view is dropped, or a still page would stay stale. */
+let received = 0;
+let onView = 0;
 
 async function draw(buffer) {
+  const seq = ++received;
   const view = new DataView(buffer);
   const headerLength = view.getUint32(0);
   const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, headerLength)));
   const image = await createImageBitmap(new Blob([new Uint8Array(buffer, 4 + headerLength)], { type: 'image/jpeg' }));
+  if (seq < onView) return image.close();
+  onView = seq;
   page = header;
   if (canvas.width !== image.width || canvas.height !== image.height) {
     canvas.width = image.width;
