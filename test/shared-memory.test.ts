@@ -29,12 +29,26 @@ const sh = async (id: string, script: string) => {
 test("a session's shared memory is its own: no other session and no local user sees or attaches it", { timeout: 120_000 }, async () => {
   // The control: an Xvfb and x11vnc of the host's own share memory the host can see.
   const before = await hostSegments();
-  const xvfb = spawn('Xvfb', [':87', '-screen', '0', '640x480x24', '-nolisten', 'tcp'], { stdio: 'ignore', detached: true });
-  const vnc = spawn('x11vnc', ['-display', ':87', '-rfbport', '0', '-nopw', '-forever', '-quiet'], { stdio: 'ignore', detached: true });
+  // Xvfb picks a free display and says which once it accepts clients (an x11vnc started before
+  // that gives up at once: under load in CI run 37 it did, and no memory was ever shared).
+  const xvfb = spawn('Xvfb', ['-displayfd', '3', '-screen', '0', '640x480x24', '-nolisten', 'tcp'], {
+    stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
+  let vnc: ReturnType<typeof spawn> | undefined;
   try {
+    const display = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      xvfb.stdio[3]!.on('data', (chunk: Buffer) => {
+        out += chunk;
+        if (out.includes('\n')) resolve(out.trim());
+      });
+      xvfb.once('exit', (code) => reject(new Error(`Xvfb exited (${code}) before it named its display`)));
+    });
+    vnc = spawn('x11vnc', ['-display', `:${display}`, '-rfbport', '0', '-nopw', '-forever', '-quiet'], { stdio: 'ignore', detached: true });
     await waitFor(async () => [...(await hostSegments())].some((s) => !before.has(s)), 20_000, "the host's own x11vnc to share memory");
   } finally {
-    killGroup(vnc.pid!, 'SIGKILL');
+    if (vnc) killGroup(vnc.pid!, 'SIGKILL');
     killGroup(xvfb.pid!, 'SIGKILL');
   }
   await sleep(500);
