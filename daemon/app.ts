@@ -63,6 +63,8 @@ import { Projects } from './org/projects.js';
 import { Quotas } from './org/quotas.js';
 import { projectHandlers } from './http/routes/projects.js';
 import { credentialHandlers, credentialProviderHandlers } from './http/routes/credentials.js';
+import { authConnectionHandlers } from './http/routes/auth-connections.js';
+import { AuthConnections, minHealthCheckSeconds } from './managed-auth/auth-connections.js';
 import { CredentialProviders } from './org/credentials/providers.js';
 import { Credentials } from './org/credentials/credentials.js';
 import { Vault } from './org/credentials/vault.js';
@@ -216,7 +218,13 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const admission = new LaunchAdmission(admissionLimits());
   const orgMaxSessions = sessionCapacity(admission.limits);
   opts.log('browser launches admitted', { ...admission.limits, org_max_sessions: orgMaxSessions });
-  const projects = new Projects({ store, orgMaxSessions });
+  const minAuthHealthCheck = minHealthCheckSeconds();
+  const projects = new Projects({
+    store,
+    orgMaxSessions,
+    // authConnections is built further down, on the session manager; asked only once requests come.
+    managedAuth: { connectionsOf: (orgId) => authConnections.countOf(orgId), minHealthCheckSeconds: minAuthHealthCheck },
+  });
   const audit = await AuditLog.open(join(paths.historyDir, 'audit.jsonl'), auditRetentionFromEnv());
   const vault = await Vault.open(join(paths.credentialsDir, 'vault-key'));
   const credentials = new Credentials({ store, vault });
@@ -267,6 +275,15 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       const profileId = config.profile && profiles.resolvedId(org, config.profile);
       return { extension_ids: extensions.resolvedIds(org, config.extensions ?? []), ...(profileId ? { profile_id: profileId } : {}) };
     },
+  });
+  const authConnections = new AuthConnections({
+    store,
+    sessions,
+    credentials,
+    ensureProfile: (org, name) => profiles.ensure(org, name),
+    record: async (org, sessionId) => (await sessions.withSession(org, sessionId, (s) => replays.start(s, {}))).replay_id,
+    minHealthCheckSeconds: minAuthHealthCheck,
+    log: opts.log,
   });
   const quotas = new Quotas({
     projects,
@@ -329,6 +346,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...projectHandlers(projects, Math.round(retention.maxAgeMs / (24 * 3600 * 1000))),
       ...credentialHandlers(credentials),
       ...credentialProviderHandlers(credentialProviders),
+      ...authConnectionHandlers(authConnections),
       ...auditLogHandlers(audit),
       ...extensionHandlers(extensions),
       ...proxyHandlers(proxies),
@@ -365,6 +383,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       pools.start();
       standby.start();
       spareBoxes.start();
+      await authConnections.start();
       return baseUrl;
     },
     async close() {
@@ -381,6 +400,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       };
       watch.close();
       pools.close();
+      await step('managed auth', () => authConnections.close());
       await step('invocations', () => invocations.close());
       await step('app spare boxes', () => appSpares.close());
       await step('deployments', () => deployments.close());

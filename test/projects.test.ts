@@ -78,11 +78,11 @@ describe('projects', () => {
     assert.equal(context.status, 200);
     assert.deepEqual(context.body.authorization, { credential_scope: { project_id: null }, effective_scope: { project_id: def.id } });
     assert.deepEqual([context.body.principal.type, context.body.authentication.method], ['api_key', 'api_key']);
-    // GET /org/entitlements: what is served is enabled, Kernel's cloud-only features are not.
+    // GET /org/entitlements: what is served is enabled (managed auth too), Kernel's cloud-only features are not.
     const entitlements = (await call('GET', '/org/entitlements')).body;
     assert.deepEqual(
       [entitlements.features.browser_pools.enabled, entitlements.features.gpu.enabled, entitlements.features.managed_auth.enabled],
-      [true, false, false],
+      [true, false, true],
     );
     assert.equal(entitlements.limits.max_concurrent_browsers, (await kernel.organization.limits.retrieve()).max_concurrent_sessions);
     // Another organization has its own Default project, and ours is unknown to it.

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { execa } from 'execa';
 import { ROOT } from './helpers/daemon.js';
 import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
+import { startLoginSite } from './helpers/login-site.js';
 
 // Kernel's official Python SDK 0.94.0, unchanged (fixtures/clients), drives the daemon from its own
 // test suite (test/python): the calls a Python user makes, with the Python SDK's own encodings.
@@ -14,8 +15,10 @@ const SDK = join(ROOT, 'fixtures', 'clients', 'kernel-python-0.94.0');
 
 const env = sdkDaemonWithFixtures();
 
-test("Kernel's Python SDK 0.94.0 runs its suite against the daemon unchanged", { timeout: 600_000 }, async () => {
+test("Kernel's Python SDK 0.94.0 runs its suite against the daemon unchanged", { timeout: 600_000 }, async (t) => {
   assert.ok(existsSync(PYTHON), `${PYTHON}: run npm run setup`);
+  const site = await startLoginSite({ bob: { password: 'builder' } });
+  t.after(() => site.close());
   const r = await execa(PYTHON, ['-m', 'unittest', '-v', 'test_kernel_sdk'], {
     cwd: join(ROOT, 'test', 'python'),
     reject: false,
@@ -25,6 +28,7 @@ test("Kernel's Python SDK 0.94.0 runs its suite against the daemon unchanged", {
       KERNEL_BASE_URL: env.d.baseUrl,
       KERNEL_API_KEY: env.d.apiKey,
       RBROWSE_FIXTURES_URL: env.fixtures.url,
+      RBROWSE_LOGIN_SITE_URL: site.url,
     },
     extendEnv: false,
     timeout: 540_000,

@@ -1,3 +1,4 @@
+import { authConnectionsCommand } from './auth-connections.js';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -97,7 +98,8 @@ export function daemonCommand(): Command {
 }
 
 export function authCommand(): Command {
-  const auth = new Command('auth').description('API keys');
+  const auth = new Command('auth').description('API keys, and managed auth connections (auth connections)');
+  auth.addCommand(authConnectionsCommand());
   auth
     .command('token')
     .description("print the default organization's API key")

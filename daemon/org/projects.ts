@@ -96,6 +96,8 @@ export class Projects {
       store: Store;
       /** The organization's concurrency limit (the machine's, unless set): what a project default cannot exceed. */
       orgMaxSessions: number;
+      /** Managed auth, as /org/limits and the entitlements report it: the organization's connections and the shortest health check interval. */
+      managedAuth: { connectionsOf: (orgId: string) => number; minHealthCheckSeconds: number };
     },
   ) {
     deps.store.collection('projects');
@@ -231,9 +233,8 @@ export class Projects {
     return {
       max_concurrent_sessions: this.deps.orgMaxSessions,
       default_project_max_concurrent_sessions: this.orgDefault(scope.org_id),
-      // Fields of Kernel's managed auth, which a local daemon does not offer: answered so clients that require them parse.
-      auth_connections_used: 0,
-      min_health_check_interval_seconds: 300,
+      auth_connections_used: this.deps.managedAuth.connectionsOf(scope.org_id),
+      min_health_check_interval_seconds: this.deps.managedAuth.minHealthCheckSeconds,
     };
   }
 
@@ -253,11 +254,11 @@ export class Projects {
         file_io: on,
         gpu: off,
         managed_auth: {
-          enabled: false,
+          enabled: true,
           health_check_interval_default_seconds: 3600,
           health_check_interval_max_seconds: 86_400,
           health_check_interval_min_seconds: this.orgLimits(scope).min_health_check_interval_seconds,
-          max_connections: 0,
+          max_connections: null,
         },
         managed_proxies: off,
         profiles: on,

@@ -66,8 +66,10 @@ export const OrgLimitsSchema = Type.Object({
       "The organization's limit: browsers at once across its projects (RBROWSE_ORG_MAX_SESSIONS; by default what the machine's memory holds)",
   }),
   default_project_max_concurrent_sessions: Type.Union([Type.Integer(), Type.Null()], { description: 'The cap of every project without its own' }),
-  auth_connections_used: Type.Integer({ description: "Managed auth connections in use: always 0 (they are Kernel's cloud service)" }),
-  min_health_check_interval_seconds: Type.Integer({ description: "Kernel's shortest managed-auth health check interval; informational here" }),
+  auth_connections_used: Type.Integer({ description: "The organization's managed auth connections" }),
+  min_health_check_interval_seconds: Type.Integer({
+    description: 'The shortest managed-auth health check interval (RBROWSE_AUTH_MIN_HEALTH_CHECK_SECONDS, else 300)',
+  }),
 });
 export type OrgLimits = Static<typeof OrgLimitsSchema>;
 

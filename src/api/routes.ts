@@ -19,6 +19,7 @@ import { curlRoutes } from './curl.js';
 import { replayRoutes } from './replays.js';
 import { telemetryRoutes } from './telemetry.js';
 import { telemetryDestinationRoutes } from './telemetry-destinations.js';
+import { authConnectionRoutes } from './auth-connections.js';
 
 export type { RouteDef } from './route-def.js';
 
@@ -512,6 +513,7 @@ export const routes = {
   ...replayRoutes,
   ...telemetryRoutes,
   ...telemetryDestinationRoutes,
+  ...authConnectionRoutes,
 } as const satisfies Record<string, RouteDef>;
 
 export type Routes = typeof routes;

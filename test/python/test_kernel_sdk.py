@@ -1,7 +1,8 @@
 """Kernel's official Python SDK (0.94.0, unchanged, in fixtures/clients) against a running daemon.
 
 Run by test/python-sdk.test.ts, which starts the daemon and a fixtures server and sets
-KERNEL_BASE_URL, KERNEL_API_KEY, RBROWSE_FIXTURES_URL and RBROWSE_ADMIN_TOKEN. Only the SDK and
+KERNEL_BASE_URL, KERNEL_API_KEY, RBROWSE_FIXTURES_URL, RBROWSE_LOGIN_SITE_URL (a site with a real
+login: user bob, password builder) and RBROWSE_ADMIN_TOKEN. Only the SDK and
 the standard library: a Kernel user's code, run as written.
 """
 
@@ -17,6 +18,7 @@ import kernel
 from kernel import Kernel, NotFoundError
 
 FIXTURES = os.environ["RBROWSE_FIXTURES_URL"]
+LOGIN_SITE = os.environ["RBROWSE_LOGIN_SITE_URL"]
 
 
 def unique(prefix: str) -> str:
@@ -178,6 +180,29 @@ class KernelPythonSdk(unittest.TestCase):
             destinations.delete(made.id)
         with self.assertRaises(NotFoundError):
             destinations.retrieve(made.id)
+
+    def test_managed_auth_logs_in_with_a_stored_credential(self) -> None:
+        name = unique("site")
+        self.client.credentials.create(name=name, domain="127.0.0.1", values={"username": "bob", "password": "builder"})
+        conn = self.client.auth.connections.create(
+            domain="127.0.0.1", profile_name=name, login_url=f"{LOGIN_SITE}/login", credential={"name": name}, health_checks=False
+        )
+        self.assertEqual(conn.status, "NEEDS_AUTH")
+        login = self.client.auth.connections.login(conn.id)
+        self.assertEqual(login.flow_type, "LOGIN")
+        deadline = time.time() + 60
+        state = self.client.auth.connections.retrieve(conn.id)
+        while state.flow_status in (None, "IN_PROGRESS") and time.time() < deadline:
+            time.sleep(0.5)
+            state = self.client.auth.connections.retrieve(conn.id)
+        self.assertEqual((state.flow_status, state.status), ("SUCCESS", "AUTHENTICATED"), state.error_message)
+        self.assertTrue(state.post_login_url.endswith("/account"))
+        events = list(self.client.auth.connections.timeline(conn.id))
+        self.assertEqual([(e.type, e.status) for e in events], [("login", "SUCCESS")])
+        self.assertEqual([c.id for c in self.client.auth.connections.list(profile_name=name)], [conn.id])
+        self.client.auth.connections.delete(conn.id)
+        with self.assertRaises(NotFoundError):
+            self.client.auth.connections.retrieve(conn.id)
 
     def test_deleted_session_is_gone(self) -> None:
         browser = self.client.browsers.create(headless=True)

@@ -77,6 +77,15 @@ export class Profiles implements SessionFeature {
     return toApi(record);
   }
 
+  /** The profile of this name, made if the organization has none (managed auth makes the profile it is given). */
+  async ensure(org: OrgRecord, name: string): Promise<void> {
+    await this.deps.store.update((s) => {
+      if (s.profiles.some((p) => p.org_id === org.id && p.name === name)) return;
+      const now = new Date().toISOString();
+      s.profiles.push({ id: newId(), org_id: org.id, name, created_at: now, updated_at: now });
+    });
+  }
+
   list(org: OrgRecord, q: ListProfilesQuery): ListPage<Profile> {
     const needle = q.query?.toLowerCase();
     const matches = this.deps.store.data.profiles.filter(

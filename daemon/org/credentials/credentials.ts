@@ -148,6 +148,22 @@ export class Credentials {
     return currentCode(secret);
   }
 
+  /**
+   * For a login the daemon runs (managed auth): the values of a credential and its current TOTP
+   * code. They stay inside the daemon; no answer carries them.
+   */
+  async secretsFor(org: OrgRecord, idOrName: string): Promise<{ values: Record<string, string>; totpCode?: string }> {
+    const secrets = await this.deps.vault.open<Secrets>(this.find(org, idOrName).sealed);
+    return { values: secrets.values, ...(secrets.totp_secret ? { totpCode: (await currentCode(secrets.totp_secret)).code } : {}) };
+  }
+
+  /** Values a login submitted, merged into the credential of this name (made for the domain if there is none). */
+  async saveValues(org: OrgRecord, name: string, domain: string, values: Record<string, string>): Promise<void> {
+    const existing = this.deps.store.data.credentials.find((c) => c.org_id === org.id && c.name === name);
+    if (existing) await this.update(org, existing.id, { values });
+    else await this.create(org, { name, domain, values });
+  }
+
   private async codeFields(secret: string): Promise<Pick<Credential, 'totp_code' | 'totp_code_expires_at'>> {
     const { code, expires_at } = await currentCode(secret);
     return { totp_code: code, totp_code_expires_at: expires_at };
