@@ -239,6 +239,8 @@ export class AuthConnections {
       { id: newId(), type, expires_at: expiresAt, browser_session_id: session.session_id, hosted_url: urls.url, live_view_url: urls.url },
     );
     const entry = { flow, org, followers: new Set<EventStream>() };
+    // A login started while this one's browser launched: the later one wins, this one's loop ends its browser.
+    this.flows.get(record.id)?.flow.end('CANCELED', 'superseded', 'a new login flow was started');
     this.flows.set(record.id, entry);
     const replayId =
       (body.record_session ?? record.record_session) ? await this.deps.record(org, session.session_id).catch(() => undefined) : undefined;
