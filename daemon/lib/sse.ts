@@ -36,6 +36,25 @@ export class EventStream {
     return this.ended;
   }
 
+  /**
+   * A route's stream: `fill` subscribes it to what it follows; if that throws (a 404), the stream
+   * is ended and the error answered instead, so no heartbeat timer is left behind.
+   */
+  static async serve(
+    reply: FastifyReply,
+    fill: (stream: EventStream) => void | Promise<void>,
+    opts?: { heartbeatMs?: number; comments?: boolean },
+  ): Promise<Readable> {
+    const stream = new EventStream(opts);
+    try {
+      await fill(stream);
+    } catch (err) {
+      stream.end();
+      throw err;
+    }
+    return stream.open(reply);
+  }
+
   /** The body to return from the handler, with the headers that keep proxies from buffering it. */
   open(reply: FastifyReply): Readable {
     reply.header('cache-control', 'no-cache');

@@ -22,16 +22,7 @@ export function authConnectionHandlers(
     getAuthConnection: ({ org, params }) => connections.get(org, params.id),
     updateAuthConnection: ({ org, params, body }) => connections.update(org, params.id, body),
     deleteAuthConnection: ({ org, params }) => connections.delete(org, params.id),
-    authConnectionEvents: ({ org, params, reply }) => {
-      const stream = new EventStream();
-      try {
-        connections.follow(org, params.id, stream);
-      } catch (err) {
-        stream.end();
-        throw err;
-      }
-      return stream.open(reply);
-    },
+    authConnectionEvents: ({ org, params, reply }) => EventStream.serve(reply, (stream) => connections.follow(org, params.id, stream)),
     loginAuthConnection: ({ org, params, body }) => connections.login(org, params.id, body ?? {}),
     submitAuthConnection: ({ org, params, body }) => connections.submit(org, params.id, body),
     authConnectionTimeline: ({ org, params, query, reply }) => sendPage(reply, connections.timeline(org, params.id, query)),

@@ -26,16 +26,8 @@ export function invocationHandlers(
     listInvocations: ({ org, query, reply }) => sendPage(reply, invocations.list(org, query)),
     getInvocation: ({ org, params }) => invocations.get(org, params.id),
     updateInvocation: ({ org, params, body }) => invocations.update(org, params.id, body),
-    invocationEvents: ({ org, params, query, reply }) => {
-      const stream = new EventStream();
-      try {
-        invocations.events(org, params.id, query.since, stream);
-      } catch (err) {
-        stream.end();
-        throw err;
-      }
-      return stream.open(reply);
-    },
+    invocationEvents: ({ org, params, query, reply }) =>
+      EventStream.serve(reply, (stream) => invocations.events(org, params.id, query.since, stream)),
     listInvocationBrowsers: ({ org, params }) => invocations.browsers(org, params.id),
     deleteInvocationBrowsers: ({ org, params }) => invocations.deleteBrowsers(org, params.id),
   };

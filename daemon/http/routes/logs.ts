@@ -7,15 +7,12 @@ export function logHandlers(sessions: SessionManager): HandlerGroup<'logsStream'
   return {
     logsStream: ({ org, params, query, reply }) =>
       sessions.withSession(org, params.id, async (s) => {
-        const stream = new EventStream();
-        // A reader is a connected client: the session stays active while one follows its logs, and
-        // its end ends the stream (a followed Chromium log is read by the daemon, not in the session).
-        stream.onClose(s.hold('api', () => stream.end()));
-        await streamLogs(s, query, stream).catch((err: unknown) => {
-          stream.end();
-          throw err;
+        return EventStream.serve(reply, async (stream) => {
+          // A reader is a connected client: the session stays active while one follows its logs, and
+          // its end ends the stream (a followed Chromium log is read by the daemon, not in the session).
+          stream.onClose(s.hold('api', () => stream.end()));
+          await streamLogs(s, query, stream);
         });
-        return stream.open(reply);
       }),
   };
 }
