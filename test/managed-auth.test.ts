@@ -234,6 +234,10 @@ describe('managed auth (auth connections)', () => {
     await bad('/auth/connections', { domain: 'example.com' }, 400, /profile_name/);
     const c = await kernel.auth.connections.create({ domain: 'https://Example.com/login', profile_name: 'p1' });
     assert.equal(c.domain, 'example.com');
+    // A bad update changes nothing, not even its good fields.
+    const badUpdate = await d.api('PATCH', `/auth/connections/${c.id}`, { record_session: true, allowed_domains: ['ok.example', 'not a domain'] });
+    assert.equal(badUpdate.status, 400, badUpdate.text);
+    assert.equal((await kernel.auth.connections.retrieve(c.id)).record_session, false);
     await bad(`/auth/connections/${c.id}/submit`, { fields: { a: 'b' } }, 409, /no login flow/);
     assert.equal((await d.api('GET', `/auth/connections/${c.id}/timeline`)).body.length, 0);
     const listed = await kernel.auth.connections.list({ domain: 'example.com' });

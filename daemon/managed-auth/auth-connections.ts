@@ -188,10 +188,12 @@ export class AuthConnections {
   async update(org: OrgRecord, id: string, body: UpdateAuthConnectionBody): Promise<ManagedAuth> {
     const record = this.find(org, id);
     this.checkSettings(org, body);
+    const { login_url, allowed_domains, ...rest } = body;
+    // Checked before the change: a bad domain must not leave the other settings half applied.
+    const domains = allowed_domains?.map(normalizeDomain);
     await this.deps.store.update(() => {
-      const { login_url, allowed_domains, ...rest } = body;
       Object.assign(record, rest, { updated_at: new Date().toISOString() });
-      if (allowed_domains) record.allowed_domains = allowed_domains.map(normalizeDomain);
+      if (domains) record.allowed_domains = domains;
       if (login_url !== undefined) {
         if (login_url) record.login_url = login_url;
         else delete record.login_url;
