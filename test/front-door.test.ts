@@ -129,18 +129,26 @@ describe('the front door', () => {
       // The attack works where it should: the daemon's connections fill to its cap and newcomers
       // push the flood's out.
       await waitFor(async () => (await connections()).open >= MAX_CONNECTIONS - 2, 20_000, 'the flood to fill the connections');
-      const cdp = await chromium.connectOverCDP(s.cdp);
+      // A failing step says which it was (a cut connection's error does not).
+      const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+        try {
+          return await run();
+        } catch (err) {
+          throw new Error(`${name}: ${(err as Error).message}`, { cause: err });
+        }
+      };
+      const cdp = await step('connectOverCDP', () => chromium.connectOverCDP(s.cdp));
       try {
         for (let i = 0; i < 20; i++) {
-          const health = await d.api('GET', '/health', undefined, null);
+          const health = await step(`GET /health, round ${i}`, () => d.api('GET', '/health', undefined, null));
           assert.equal(health.status, 200);
-          const list = await d.api('GET', '/browsers');
+          const list = await step(`GET /browsers, round ${i}`, () => d.api('GET', '/browsers'));
           assert.equal(list.status, 200);
         }
         // An open CDP connection is busy, never evicted: it still answers.
         const page = cdp.contexts()[0]!.pages()[0] ?? (await cdp.contexts()[0]!.newPage());
-        assert.equal(await page.evaluate(() => 6 * 7), 42);
-        assert.match(await cdpVersion(s.cdp), /Chrome/);
+        assert.equal(await step('evaluate on the open connection', () => page.evaluate(() => 6 * 7)), 42);
+        assert.match(await step('a new CDP websocket', () => cdpVersion(s.cdp)), /Chrome/);
       } finally {
         await cdp.close();
       }

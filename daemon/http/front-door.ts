@@ -85,8 +85,9 @@ const UNREAD_GRACE_MS = 1000;
 /**
  * Caps open connections in all and per client address, keeping room for clients that use the API.
  * At the cap, a new connection takes the place of one that waits without a request in progress:
- * first one that never carried a whole request (a half-open one, a flood's), longest-waiting
- * first, sparing for UNREAD_GRACE_MS one the daemon has read nothing of yet while another can go;
+ * first one that sent part of a request and stalls (a flood's), then one that never carried a
+ * request, longest-waiting first, sparing for UNREAD_GRACE_MS one the daemon has read nothing of
+ * yet while another can go;
  * only when there is none, a kept-alive connection between requests (its client reconnects,
  * as after its keep-alive timeout). One in the middle of a request or a websocket is never cut for
  * a newcomer. When every connection is busy, the newcomer is refused with 503 (429 past its
@@ -165,6 +166,10 @@ export class ConnectionGuard {
     const now = Date.now();
     const spared = (c: Connection) => c.socket.bytesRead === 0 && now - c.admittedAt < UNREAD_GRACE_MS;
     const tiers: [Set<Connection>, (c: Connection) => boolean][] = [
+      // One that sent part of a request and stalls goes before one the daemon has not read yet,
+      // whatever their ages: on a saturated loop a client's request can sit unread past the
+      // grace (CI-like run 42 saw a client's connection cut while a flood's waited).
+      [this.fresh, (c) => c.socket.bytesRead > 0],
       [this.fresh, (c) => !spared(c)],
       [this.fresh, () => true],
       [this.idle, () => true],
