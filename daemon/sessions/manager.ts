@@ -481,6 +481,11 @@ export class SessionManager {
       if (session.isStopping) throw new NotFoundError(`browser session ${idOrName} not found or ended`);
       return await run(session);
     } catch (err) {
+      // A tool in a box torn down under it fails with what looks like bad input (CI-like run 44:
+      // a 400 for list_files while the session's Xvfb died); the session ending is the answer.
+      if (err instanceof ApiError && err.status === 400 && session.isStopping) {
+        throw new NotFoundError(`browser session ${idOrName} ended while the request ran`);
+      }
       if (err instanceof ApiError) throw err;
       // A browser (or display) that died under the request fails it some unforeseen way; that is
       // the session ending, not a daemon fault. Its exit is noticed within moments.
