@@ -175,6 +175,29 @@ describe('managed auth (auth connections)', () => {
     await kernel.auth.connections.delete(c.id);
   });
 
+  test('a stored credential with a TOTP secret gets through the code step by itself', async () => {
+    await kernel.credentials.create({
+      name: 'alice-totp',
+      domain: '127.0.0.1',
+      values: { username: 'alice', password: 'wonderland' },
+      totp_secret: TOTP_SECRET,
+    });
+    const c = await kernel.auth.connections.create({
+      domain: '127.0.0.1',
+      profile_name: 'alice-totp',
+      login_url: `${site.url}/login`,
+      credential: { name: 'alice-totp' },
+      health_checks: false,
+    });
+    const before = site.logins;
+    await kernel.auth.connections.login(c.id);
+    const done = await until(c.id, (s) => s.flow_status === 'SUCCESS', 'the login with password and code');
+    assert.equal(done.status, 'AUTHENTICATED');
+    assert.equal(site.logins, before + 1);
+    assert.match(await accountPageWith('alice-totp'), /Welcome, alice/);
+    await kernel.auth.connections.delete(c.id);
+  });
+
   test('a person completes the login in the browser, followed as events; deleting a connection cancels its login and ends its browser', async () => {
     const c = await kernel.auth.connections.create({
       domain: '127.0.0.1',

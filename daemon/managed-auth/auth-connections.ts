@@ -12,7 +12,7 @@ import type {
 import type { CreateBrowserBody } from '../../src/api/schemas.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
-import { withActivePage } from '../browser/cdp-page.js';
+import { withActivePage, type PageSend } from '../browser/cdp-page.js';
 import type { OrgRecord } from '../lib/owned-records.js';
 import { paginate, type ListPage } from '../lib/paging.js';
 import type { EventStream } from '../lib/sse.js';
@@ -232,7 +232,7 @@ export class AuthConnections {
     const urls = await this.deps.sessions.liveView(org, session.session_id);
     const flow = new LoginFlow(
       {
-        page: (run) => this.deps.sessions.withSession(org, session.session_id, (s) => withActivePage(s.chromium, run)),
+        page: (run) => this.onPage(org, session.session_id, run),
         allowedHost: (host) => this.allowedHost(record, host),
         stored: () => this.storedCredential(org, record),
         changed: (view) => this.flowChanged(record, view),
@@ -436,7 +436,7 @@ export class AuthConnections {
     const until = Date.now() + HEALTH_CHECK_MS;
     let last: boolean | undefined;
     while (Date.now() < until) {
-      const scan = await this.deps.sessions.withSession(org, sessionId, (s) => withActivePage(s.chromium, scanPage)).catch(() => undefined);
+      const scan = await this.onPage(org, sessionId, scanPage).catch(() => undefined);
       if (scan?.ready) {
         const host = new URL(scan.url).hostname;
         const ok = scan.fields.length === 0 && this.allowedHost(record, host);
@@ -446,6 +446,11 @@ export class AuthConnections {
       await new Promise((r) => setTimeout(r, 500));
     }
     return undefined;
+  }
+
+  /** Runs on the active page of one of the organization's sessions (holding it active meanwhile). */
+  private onPage<T>(org: OrgRecord, sessionId: string, run: (send: PageSend) => Promise<T>): Promise<T> {
+    return this.deps.sessions.withSession(org, sessionId, (s) => withActivePage(s.chromium, run));
   }
 
   private track(p: Promise<unknown>): void {

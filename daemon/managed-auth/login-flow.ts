@@ -72,7 +72,6 @@ export class LoginFlow {
   private readonly autoTried = new Set<string>();
   private readonly typed: Record<string, string> = {};
   private lastSubmitKey?: string;
-  private ended = false;
   private succeeding = false;
 
   constructor(
@@ -225,10 +224,12 @@ export class LoginFlow {
     }
   }
 
+  /** A change of the view is saved and sent; the same state seen again at the next look is not (it would write the state file every 400 ms). */
   private update(change: Partial<FlowView>): void {
-    if (this.ended) return;
+    if (this.done) return;
+    const view = this.view as unknown as Record<string, unknown>;
+    if (Object.entries(change).every(([k, v]) => JSON.stringify(view[k]) === JSON.stringify(v))) return;
     Object.assign(this.view, change, { updated_at: new Date().toISOString() });
-    if (this.done) this.ended = true;
     this.deps.changed(this.view);
   }
 }
