@@ -28,6 +28,7 @@ import { computerHandlers } from './http/routes/computer.js';
 import { processHandlers } from './http/routes/process.js';
 import { playwrightHandlers } from './http/routes/playwright.js';
 import { webmcpHandlers } from './http/routes/webmcp.js';
+import { replHandlers } from './http/routes/repl.js';
 import { logHandlers } from './http/routes/logs.js';
 import { curlHandlers } from './http/routes/curl.js';
 import { replayHandlers } from './http/routes/replays.js';
@@ -335,6 +336,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...processHandlers(sessions),
       ...playwrightHandlers(sessions),
       ...webmcpHandlers(sessions),
+      ...replHandlers(sessions),
       ...logHandlers(sessions),
       ...curlHandlers(sessions),
       ...replayHandlers(sessions, replays),

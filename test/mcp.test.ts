@@ -61,6 +61,7 @@ async function endToEnd(client: Client): Promise<void> {
     'get_browser',
     'delete_browser',
     'execute_playwright_code',
+    'browser_repl',
     'take_screenshot',
     'computer_click',
     'computer_type_text',
@@ -111,6 +112,24 @@ async function endToEnd(client: Client): Promise<void> {
   // A pixel below the heading: the page's own colour, so the image is this page's.
   const at = (png.width * 600 + 512) * 4;
   assert.deepEqual([...png.data.subarray(at, at + 3)], [255, 0, 128]);
+
+  // The REPL answers with its output in order, text and images as MCP content; its bindings stay.
+  const cell = await call(client, 'browser_repl', {
+    session_id: id,
+    code: 'const info = await pageInfo(); repl.write(info.title); await repl.emitImage({ path: await captureScreenshot() }); console.log("done")',
+  });
+  assert.equal(cell.isError, undefined, cell.content.at(-1)?.text);
+  assert.deepEqual(
+    cell.content.map((c) => c.type),
+    ['text', 'image', 'text'],
+  );
+  assert.equal(cell.content[0]!.text, 'from mcp');
+  assert.equal(cell.content[1]!.mimeType, 'image/png');
+  assert.equal(cell.content[2]!.text, 'done\n');
+  const failed = await call(client, 'browser_repl', { session_id: id, code: 'repl.write(info.url); throw new Error("no such thing")' });
+  assert.equal(failed.isError, true);
+  assert.equal(failed.content[0]!.text, 'data:text/html,' + encodeURIComponent(page), 'info is still bound');
+  assert.match(failed.content.at(-1)!.text!, /^error: no such thing/);
 
   assert.equal(
     (await call(client, 'fs_write_file', { session_id: id, path: '/tmp/mcp/note.txt', content: 'hello from an agent' })).isError,

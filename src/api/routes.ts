@@ -15,6 +15,7 @@ import { watchRoutes } from './watch.js';
 import { processRoutes } from './process.js';
 import { playwrightRoutes } from './playwright.js';
 import { webmcpRoutes } from './webmcp.js';
+import { replRoutes } from './repl.js';
 import { curlRoutes } from './curl.js';
 import { replayRoutes } from './replays.js';
 import { telemetryRoutes } from './telemetry.js';
@@ -509,6 +510,7 @@ export const routes = {
   ...processRoutes,
   ...playwrightRoutes,
   ...webmcpRoutes,
+  ...replRoutes,
   ...curlRoutes,
   ...replayRoutes,
   ...telemetryRoutes,

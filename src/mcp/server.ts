@@ -6,7 +6,8 @@ import { callTool, tools } from './tools.js';
 
 const INSTRUCTIONS = `rbrowse runs real Chromium browsers on this machine, as Kernel's cloud does.
 Start one with create_browser (headless: true for speed, false for a live view a person can watch),
-drive it with execute_playwright_code (page, context and browser in scope) or the computer_* tools,
+drive it with browser_repl (a persistent JavaScript REPL with page helpers), execute_playwright_code
+(page, context and browser in scope) or the computer_* tools,
 look with take_screenshot, and end it with delete_browser. Sessions end by themselves after
 timeout_seconds (default 60) without a connected client.`;
 

@@ -1,6 +1,7 @@
 import { type CallArgs, ApiCallError, type RbrowseClient } from '../client.js';
 import { routes, type OperationId } from '../api/routes.js';
 import type { RouteDef } from '../api/route-def.js';
+import type { ReplResult } from '../api/repl.js';
 
 /** What a tool answers, as MCP's tools/call result has it. */
 export interface ToolResult {
@@ -147,6 +148,24 @@ const execShape: Shape = (data) => {
   return json({ exit_code: r.exit_code, duration_ms: r.duration_ms, stdout: decode(r.stdout_b64), stderr: decode(r.stderr_b64) });
 };
 
+/** The REPL's ordered output as MCP content: its text items and its images, the failure last. */
+const replShape: Shape = (data) => {
+  const r = data as ReplResult;
+  const content: ToolResult['content'] = (r.content ?? []).map((c) =>
+    c.type === 'text'
+      ? { type: 'text', text: c.channel === 'stderr' ? `[stderr] ${c.text}` : c.text }
+      : { type: 'image', data: c.data_b64, mimeType: c.mime_type },
+  );
+  if (r.content_truncated) content.push({ type: 'text', text: '(output truncated)' });
+  if (!r.success)
+    content.push({
+      type: 'text',
+      text: `error: ${r.error}${r.stack ? `\n${r.stack}` : ''}${r.repl_terminated ? '\n(the REPL ended; its bindings are gone)' : ''}`,
+    });
+  if (content.length === 0) content.push({ type: 'text', text: '(no output: print with repl.write(value) or console.log)' });
+  return { content, ...(r.success ? {} : { isError: true }) };
+};
+
 const sessionId = { type: 'string', minLength: 1, description: "The browser session's id (session_id of create_browser or list_browsers)" };
 
 /** A browser with a profile that saves, for a person to sign in through the live view. */
@@ -207,6 +226,12 @@ export const tools: readonly McpTool[] = [
     'execute_playwright_code',
     'playwrightExecute',
     'Run Playwright code (TypeScript or JavaScript) against the session: `page`, `context` and `browser` are in scope; what it returns is the result. Example: `await page.goto("https://example.com"); return await page.title();`',
+  ),
+  routeTool(
+    'browser_repl',
+    'runRepl',
+    'Run JavaScript in the session\'s persistent REPL: bindings stay between calls; top-level await works. Helpers: gotoUrl(url), waitForLoad(), pageInfo(), accessibilitySnapshot() (nodes with backendNodeId), click(selector | node | {x, y}), fillInput(target, text), pressKey(key), typeText(text), js(expr | fn), listTabs(), newTab(url), switchTab(tab), captureScreenshot(path), cdp(method, params). Print with repl.write(value) or console.log; show an image with await repl.emitImage({path}). Example: `await gotoUrl("https://example.com"); await waitForLoad(); repl.write((await pageInfo()).title)`',
+    { shape: replShape },
   ),
   routeTool(
     'list_webmcp_tools',

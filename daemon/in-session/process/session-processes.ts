@@ -198,7 +198,7 @@ export class SessionProcesses {
     opts: { abort: AbortSignal; input?: string; resultPipe?: boolean },
   ): Promise<{ exitCode: number; timedOut: boolean; stdout: Buffer; stderr: Buffer; result: Buffer; durationMs: number }> {
     const started = Date.now();
-    const child = this.start(body, { tty: false, input: opts.input ?? '', resultPipe: opts.resultPipe });
+    const child = this.start(body, { tty: false, input: opts.input ?? '', extraFds: opts.resultPipe ? [3] : undefined });
     const release = this.deps.hold();
     const kill = () => child.kill('SIGKILL');
     opts.abort.addEventListener('abort', kill, { once: true });
@@ -254,13 +254,13 @@ export class SessionProcesses {
 
   /**
    * A long-running program of the daemon's own in the session (an fs watch's inotifywait, the
-   * BiDi mapper): in the box as the session's user like the rest, not shown among the session's
-   * processes, killed when the session ends. `stdin`: the daemon writes to it (else it is closed
-   * at once).
+   * BiDi mapper, the REPL's runtime): in the box as the session's user like the rest, not shown
+   * among the session's processes, killed when the session ends. `stdin`: the daemon writes to it
+   * (else it is closed at once); `extraFds`: more outputs it answers on.
    */
-  helper(argv: string[], opts: { stdin?: boolean } = {}): BoxProcess {
+  helper(argv: string[], opts: { stdin?: boolean; extraFds?: number[] } = {}): BoxProcess {
     const [command, ...args] = argv;
-    const child = this.start({ command: command!, args }, { tty: false, input: opts.stdin ? undefined : '' });
+    const child = this.start({ command: command!, args }, { tty: false, input: opts.stdin ? undefined : '', extraFds: opts.extraFds });
     this.helpers.add(child);
     void child.exited.then(() => this.helpers.delete(child));
     return child;
@@ -281,7 +281,7 @@ export class SessionProcesses {
     for (const p of exited.slice(0, Math.max(0, exited.length - EXITED_KEPT))) this.processes.delete(p.id);
   }
 
-  private start(body: ProcessExecBody, opts: { tty: boolean; rows?: number; cols?: number; input?: string; resultPipe?: boolean }): BoxProcess {
+  private start(body: ProcessExecBody, opts: { tty: boolean; rows?: number; cols?: number; input?: string; extraFds?: number[] }): BoxProcess {
     if (this.closed) throw new NotFoundError('the session is ending');
     this.checkUser(body);
     const cwd = body.cwd ? sessionPath('cwd', body.cwd) : BOX_USER.home;
@@ -302,7 +302,7 @@ export class SessionProcesses {
       env,
       cwd,
       stdin: opts.input === undefined ? 'pipe' : opts.input,
-      ...(opts.resultPipe ? { extraFds: [3] } : {}),
+      ...(opts.extraFds ? { extraFds: opts.extraFds } : {}),
     });
   }
 

@@ -1,0 +1,171 @@
+import { createInterface } from 'node:readline';
+import type { ReplBody, ReplResult } from '../../../src/api/repl.js';
+import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../../../src/errors.js';
+import { newId } from '../../../src/ids.js';
+import type { BoxProcess } from '../../box/box.js';
+import { BOX_NODE, BOX_RUNTIME } from '../../box/box-spec.js';
+import { SerialQueue } from '../../lib/serial-queue.js';
+import type { LiveSession, ServiceKind, SessionService } from '../../sessions/live-session.js';
+import { processesOf } from '../process/session-processes.js';
+
+const DEFAULT_TIMEOUT_SEC = 60;
+/** The runtime as the session's box sees it (rbrowse's runtime is at /opt/rbrowse there). */
+const RUNTIME_PATH = `${BOX_RUNTIME}/daemon/in-session/repl/runtime.mjs`;
+/** How long a fresh runtime may take to load before the call fails (Node's start on a busy machine). */
+const START_TIMEOUT_MS = 30_000;
+/** What is kept of the runtime's own error output, for an answer about its crash. */
+const STDERR_KEPT = 8 * 1024;
+
+/** One cell's answer from the runtime (runtime.mjs), or its last word before a crash. */
+type RuntimeLine = { seq?: number; ready?: true; crashed?: string } & Omit<ReplResult, 'repl_id'>;
+
+/** One runtime process: a persistent Node REPL in the session's box, with the id Kernel calls repl_id. */
+class Runtime {
+  readonly id = newId();
+  private seq = 0;
+  private readonly waiting = new Map<number, (line: RuntimeLine) => void>();
+  private stderr = '';
+  private readonly ready: Promise<void>;
+  /** Why it ended, once it did. */
+  ended?: string;
+
+  constructor(private readonly child: BoxProcess) {
+    child.stderr?.on('data', (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-STDERR_KEPT)));
+    // What the code prints is taken inside the runtime; whatever still reaches its stdout is read and dropped.
+    child.stdout?.resume();
+    child.stdin?.on('error', () => {});
+    let started!: () => void;
+    this.ready = new Promise((resolve) => (started = resolve));
+    createInterface({ input: child.fds[3]!, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (text) => {
+      const line = JSON.parse(text) as RuntimeLine;
+      if (line.ready) started();
+      else if (line.crashed) this.ended = `the REPL crashed on an error no cell was running for: ${line.crashed.split('\n')[0]}`;
+      else if (line.seq !== undefined) this.waiting.get(line.seq)?.(line);
+    });
+    void child.exited.then((exit) => {
+      this.ended ??= `the REPL's process ended (${exit.signal ?? `exit code ${exit.code}`})${this.stderr ? `: ${this.stderr.trim().split('\n').at(-1)}` : ''}`;
+      started();
+      for (const answer of this.waiting.values()) answer({ success: false });
+      this.waiting.clear();
+    });
+  }
+
+  async start(cdp: string): Promise<void> {
+    this.child.stdin?.write(`${JSON.stringify({ cdp, replId: this.id })}\n`);
+    const timer = setTimeout(() => this.kill(), START_TIMEOUT_MS);
+    await this.ready.finally(() => clearTimeout(timer));
+    if (this.ended) throw new Error(this.ended);
+  }
+
+  /** Runs one cell: its answer, or undefined when the runtime ended meanwhile (this.ended says why). */
+  run(code: string): Promise<RuntimeLine | undefined> {
+    const seq = ++this.seq;
+    return new Promise((resolve) => {
+      if (this.ended) return resolve(undefined);
+      this.waiting.set(seq, (line) => {
+        this.waiting.delete(seq);
+        resolve(line.seq === undefined ? undefined : line);
+      });
+      this.child.stdin?.write(`${JSON.stringify({ seq, code })}\n`);
+    });
+  }
+
+  kill(): void {
+    this.child.kill('SIGKILL');
+  }
+
+  get exited(): Promise<unknown> {
+    return this.child.exited;
+  }
+}
+
+/**
+ * Kernel's browser REPL: JavaScript in a persistent Node runtime beside the session's browser,
+ * its top-level bindings kept from call to call, with browser helpers (cdp, gotoUrl, click, ...)
+ * on a DevTools connection of its own. The runtime is a process in the session's box, as its
+ * user, like every program the session runs: it can reach only what the session reaches.
+ * Calls run one at a time. A timeout kills the runtime (an endless loop cannot be interrupted
+ * otherwise), as do a reset and a crash; the next call starts a fresh one with a new repl_id.
+ */
+export class SessionRepl implements SessionService {
+  private runtime?: Runtime;
+  private readonly queue = new SerialQueue();
+  private stopped = false;
+
+  constructor(private readonly session: LiveSession) {}
+
+  run(cdpUrl: string, body: ReplBody, clientGone: AbortSignal): Promise<ReplResult> {
+    if (body.code.trim() === '' && !body.reset) throw new BadRequestError('code: give the JavaScript to run (it may be empty only with reset: true)');
+    return this.queue.run(async () => {
+      if (body.reset) await this.end();
+      const runtime = await this.current(cdpUrl);
+      if (body.code.trim() === '') return { repl_id: runtime.id, success: true, content: [], duration_ms: 0 };
+      const release = this.session.hold('api');
+      const timeoutSec = body.timeout_sec ?? DEFAULT_TIMEOUT_SEC;
+      let stoppedBy: string | undefined;
+      const stop = (why: string) => {
+        stoppedBy ??= why;
+        runtime.kill();
+      };
+      const timer = setTimeout(() => stop(`the code ran longer than timeout_sec (${timeoutSec} s); the REPL was stopped`), timeoutSec * 1000);
+      const onGone = () => stop('the client went away; the REPL was stopped');
+      clientGone.addEventListener('abort', onGone, { once: true });
+      const started = Date.now();
+      try {
+        const answer = await runtime.run(body.code);
+        if (answer) return { repl_id: runtime.id, ...withoutSeq(answer) };
+        await runtime.exited;
+        return {
+          repl_id: runtime.id,
+          success: false,
+          error: stoppedBy ?? runtime.ended ?? 'the REPL ended',
+          repl_terminated: true,
+          duration_ms: Date.now() - started,
+        };
+      } finally {
+        clearTimeout(timer);
+        clientGone.removeEventListener('abort', onGone);
+        release();
+        if (this.runtime?.ended) this.runtime = undefined;
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.end();
+  }
+
+  private async current(cdpUrl: string): Promise<Runtime> {
+    if (this.runtime && !this.runtime.ended) return this.runtime;
+    if (this.stopped) throw new NotFoundError('the session is ending');
+    const child = processesOf(this.session).helper([BOX_NODE, RUNTIME_PATH], { stdin: true, extraFds: [3] });
+    const runtime = new Runtime(child);
+    this.runtime = runtime;
+    try {
+      await runtime.start(cdpUrl);
+    } catch (err) {
+      this.runtime = undefined;
+      runtime.kill();
+      throw new ServiceUnavailableError(`the REPL could not start: ${(err as Error).message}`);
+    }
+    return runtime;
+  }
+
+  private async end(): Promise<void> {
+    const runtime = this.runtime;
+    this.runtime = undefined;
+    if (!runtime) return;
+    runtime.kill();
+    await runtime.exited;
+  }
+}
+
+function withoutSeq({ seq: _seq, ready: _ready, crashed: _crashed, ...rest }: RuntimeLine): Omit<ReplResult, 'repl_id'> {
+  return rest;
+}
+
+const newRepl: ServiceKind<SessionRepl> = (session) => new SessionRepl(session);
+
+/** The session's browser REPL; it ends with the session. */
+export const replOf = (session: LiveSession): SessionRepl => session.service(newRepl);
