@@ -93,6 +93,10 @@ describe('telemetry of a session (events and stream)', () => {
         [{ name: 'ftp', endpoint: 'ftp://127.0.0.1/' }, 400],
         [{ name: 'abcdefghijklmnopqrstuvwx', endpoint: receiver.url }, 400],
         [{ name: 'twice', endpoint: receiver.url, headers: { 'X-A': '1', 'x-a': '2' } }, 400],
+        // Not a header name, and not a string under one (a 500 once).
+        [{ name: 'not-a-token', endpoint: receiver.url, headers: { '(': 'a' } }, 400],
+        [{ name: 'empty-name', endpoint: receiver.url, headers: { '': 'a' } }, 400],
+        [{ name: 'number', endpoint: receiver.url, headers: { '(': 1.5e115 } }, 400],
         [{ name: 'collector', endpoint: receiver.url }, 409],
       ] as const) {
         const r = await api('POST', '/telemetry/destinations', body);

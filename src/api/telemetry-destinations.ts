@@ -34,6 +34,8 @@ export const CreateOtlpDestinationSchema = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 1024 })),
     headers: Type.Optional(
       Type.Record(HeaderNameSchema, HeaderValueSchema, {
+        // Without it a name that is not a token (or a value that is not a string under it) passes.
+        additionalProperties: false,
         description: 'Sent with each export, typically an ingestion key; kept 0600, never returned',
       }),
     ),
@@ -49,6 +51,7 @@ export const UpdateOtlpDestinationSchema = Type.Object(
     description: Type.Optional(Type.String({ maxLength: 1024 })),
     headers: Type.Optional(
       Type.Record(HeaderNameSchema, Type.Union([HeaderValueSchema, Type.Null()]), {
+        additionalProperties: false,
         description: 'Edits header by header: a value sets one, null removes it, others stay; sessions exporting use the new values at once',
       }),
     ),
