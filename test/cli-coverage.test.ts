@@ -27,6 +27,7 @@ const CLI_ONLY_OPTIONS = new Set([
   'values-stdin',
   'token-stdin',
   'payload-file',
+  'source-file',
 ]);
 
 interface OpenApiOperation {

@@ -153,6 +153,137 @@ describe('WebMCP', () => {
   });
 });
 
+describe('WebMCP custom tools', () => {
+  const custom = (body: object, key?: string) => d.api('POST', `/browsers/${id}/webmcp/custom-tools`, body, key);
+  const customOnly = async () => (await list()).filter((t) => t.source.custom);
+  const hello = () => `${fixtures.url}/hello.html`;
+  const SHOP = (prefix: string) => `[
+    { kind: 'page', match: { url_patterns: ['${prefix}/hello.html*'] },
+      tool: { name: 'title_plus', description: 'The title and a suffix', inputSchema: { type: 'object', properties: { suffix: { type: 'string' } } } },
+      execute: (input) => document.title + input.suffix },
+    { kind: 'cdp', match: { url_patterns: ['${prefix}/*'] },
+      tool: { name: 'where', description: 'The URL, through the REPL helpers', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+      async execute(input, { targetId }) { const info = await pageInfo(); return { url: info.url, n: input.n, same: (await currentTab()).targetId === targetId }; } },
+    { kind: 'page', match: { url_patterns: ['${prefix}/*'] },
+      tool: { name: 'broken', description: 'Throws', inputSchema: { type: 'object' } },
+      execute: () => { throw new Error('no luck here'); } },
+    { kind: 'page', match: { url_patterns: ['https://nowhere.example/*'] },
+      tool: { name: 'elsewhere', description: 'Offered on another site only', inputSchema: { type: 'object' } },
+      execute: () => 1 },
+  ]`;
+
+  test('a batch is added; its page and CDP tools are offered on matching pages only and run there with their input', async () => {
+    const added = await custom({ namespace: 'shop', source: SHOP(fixtures.url) });
+    assert.equal(added.status, 201, added.text);
+    assert.deepEqual(
+      added.body.tools.map((t: any) => [t.namespace, t.tool.name, t.kind]),
+      [
+        ['shop', 'title_plus', 'page'],
+        ['shop', 'where', 'cdp'],
+        ['shop', 'broken', 'page'],
+        ['shop', 'elsewhere', 'page'],
+      ],
+    );
+    for (const t of added.body.tools) assert.match(t.id, /^ct_[a-z][a-z0-9]{23}$/);
+    assert.deepEqual((await d.api('GET', `/browsers/${id}/webmcp/custom-tools`)).body, added.body);
+
+    await page.goto(`${fixtures.url}/hello.html#part`);
+    const offered = await customOnly();
+    assert.deepEqual(offered.map((t) => t.tool.name).sort(), ['broken', 'title_plus', 'where'], 'not the one for another site');
+    const titlePlus = offered.find((t) => t.tool.name === 'title_plus')!;
+    assert.deepEqual(titlePlus.source.custom, { id: added.body.tools[0].id, namespace: 'shop' });
+    assert.equal(titlePlus.source.page_url, hello());
+    assert.equal(titlePlus.source.frame, null);
+    assert.ok(titlePlus.source.target_id);
+    assert.deepEqual(
+      (await d.api('GET', `/browsers/${id}/webmcp/tools?exclude_custom=true`)).body.tools.filter((t: WebmcpTool) => t.source.custom),
+      [],
+    );
+
+    const ran = await invoke(titlePlus.tool_ref, { suffix: '!' });
+    assert.equal(ran.status, 200, ran.text);
+    assert.deepEqual([ran.body.status, ran.body.output], ['completed', `${await page.title()}!`]);
+    const where = await invoke(offered.find((t) => t.tool.name === 'where')!.tool_ref, { n: 5 });
+    assert.equal(where.status, 200, where.text);
+    assert.deepEqual(where.body.output, { url: `${hello()}#part`, n: 5, same: true });
+    const broken = await invoke(offered.find((t) => t.tool.name === 'broken')!.tool_ref, {});
+    assert.equal(broken.body.status, 'error');
+    assert.match(broken.body.error_text, /no luck here/);
+
+    // A CDP tool that never answers: outcome unknown at timeout_sec, and the REPL that ran it is stopped.
+    const stuck = await custom({
+      namespace: 'stuck',
+      source: `[{ kind: 'cdp', match: { url_patterns: ['*'] }, tool: { name: 'loop', description: 'Never ends', inputSchema: { type: 'object' } }, execute: () => { while (true) {} } }]`,
+    });
+    assert.equal(stuck.status, 201, stuck.text);
+    const loop = (await customOnly()).find((t) => t.tool.name === 'loop')!;
+    const started = Date.now();
+    const unknown = await invoke(loop.tool_ref, {}, { timeout_sec: 1 });
+    assert.equal(unknown.status, 504, unknown.text);
+    assert.equal(unknown.body.code, 'outcome_unknown');
+    assert.ok(Date.now() - started < 10_000);
+    assert.equal((await d.api('DELETE', `/browsers/${id}/webmcp/custom-tools/${stuck.body.tools[0].id}`)).status, 204);
+    assert.equal((await invoke(offered.find((t) => t.tool.name === 'where')!.tool_ref, { n: 6 })).body.output.n, 6, 'a fresh REPL runs the next one');
+
+    // Another document: the old refs name nothing; the new page offers the tools again.
+    await page.goto(`${fixtures.url}/hello.html?again`);
+    assert.equal((await invoke(titlePlus.tool_ref, { suffix: '?' })).status, 404);
+    assert.equal((await customOnly()).length, 3);
+    await page.goto('about:blank');
+    assert.deepEqual(await customOnly(), []);
+  });
+
+  test('a namespace is replaced atomically with force_overwrite_namespace; a clash, bad source or bad definition adds nothing; one tool is removed by id', async () => {
+    const before = (await d.api('GET', `/browsers/${id}/webmcp/custom-tools`)).body.tools;
+    const one = `[{ kind: 'page', match: { url_patterns: ['*'] }, tool: { name: 'title_plus', description: 'Again', inputSchema: { type: 'object' } }, execute: () => 2 }]`;
+    const clash = await custom({ namespace: 'shop', source: one });
+    assert.equal(clash.status, 400, clash.text);
+    assert.match(clash.body.message, /already has a tool named title_plus/);
+    for (const [source, why] of [
+      ['({})', /non-empty array/],
+      ['[]', /non-empty array/],
+      ['[{ kind: "page"', /source/],
+      ['[{ kind: "page", match: { url_patterns: ["*"] }, tool: { name: "x", description: "", inputSchema: {} } }]', /execute must be a function/],
+      ['[{ kind: "other", match: { url_patterns: ["*"] }, tool: { name: "x", description: "", inputSchema: {} }, execute() {} }]', /definition 0/],
+      [
+        '[{ kind: "page", match: { url_patterns: ["https://example.com/(unclosed"] }, tool: { name: "x", description: "", inputSchema: {} }, execute() {} }]',
+        /not a URL pattern/,
+      ],
+      ['(() => { while (true) {} })()', /timed out/],
+    ] as const) {
+      const bad = await custom({ namespace: 'other', source });
+      assert.equal(bad.status, 400, `${source}: ${bad.text}`);
+      assert.match(bad.body.message, why, source);
+    }
+    assert.deepEqual((await d.api('GET', `/browsers/${id}/webmcp/custom-tools`)).body.tools, before, 'nothing was added');
+
+    const replaced = await custom({ namespace: 'shop', source: one, force_overwrite_namespace: true });
+    assert.equal(replaced.status, 201, replaced.text);
+    const now = (await d.api('GET', `/browsers/${id}/webmcp/custom-tools`)).body.tools;
+    assert.deepEqual(
+      now.map((t: any) => t.tool.name),
+      ['title_plus'],
+    );
+    assert.notEqual(now[0].id, before[0].id);
+    const otherKey = (await d.cli(['auth', 'create-key', '--org', 'webmcp-custom-other'])).stdout.trim();
+    assert.equal((await d.api('GET', `/browsers/${id}/webmcp/custom-tools`, undefined, otherKey)).status, 404);
+    assert.equal((await custom({ namespace: 'x', source: one }, otherKey)).status, 404);
+    assert.equal((await d.api('DELETE', `/browsers/${id}/webmcp/custom-tools/${now[0].id}`, undefined, otherKey)).status, 404);
+
+    const ls = await d.cli(['webmcp', 'custom-tools', 'ls', id, '-q']);
+    assert.deepEqual(ls.stdout.split('\n'), [now[0].id]);
+    const rm = await d.cli(['webmcp', 'custom-tools', 'rm', id, now[0].id]);
+    assert.equal(rm.exitCode, 0, rm.stderr);
+    assert.deepEqual((await d.api('GET', `/browsers/${id}/webmcp/custom-tools`)).body.tools, []);
+    assert.equal((await d.api('DELETE', `/browsers/${id}/webmcp/custom-tools/${now[0].id}`)).status, 404);
+    const viaCli = await d.cli(['webmcp', 'custom-tools', 'add', id, '--namespace', 'cli', '--source', one]);
+    assert.equal(viaCli.exitCode, 0, viaCli.stderr);
+    assert.match(viaCli.stdout, /^added 1 custom tool to cli: title_plus \(ct_/);
+    const last = (await d.api('GET', `/browsers/${id}/webmcp/custom-tools`)).body.tools[0];
+    assert.equal((await d.api('DELETE', `/browsers/${id}/webmcp/custom-tools/${last.id}`)).status, 204);
+  });
+});
+
 /** The tools once there are n (pages register theirs as their scripts run). */
 async function waitForToolCount(n: number): Promise<WebmcpTool[]> {
   const deadline = Date.now() + 10_000;

@@ -2,9 +2,15 @@ import { webmcpOf } from '../../in-session/webmcp/webmcp.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
 
-export function webmcpHandlers(sessions: SessionManager): HandlerGroup<'listWebmcpTools' | 'invokeWebmcpTool'> {
+export function webmcpHandlers(
+  sessions: SessionManager,
+): HandlerGroup<'listWebmcpTools' | 'invokeWebmcpTool' | 'listWebmcpCustomTools' | 'addWebmcpCustomTools' | 'removeWebmcpCustomTool'> {
   return {
-    listWebmcpTools: ({ org, params }) => sessions.withSession(org, params.id, (s) => webmcpOf(s).list()),
-    invokeWebmcpTool: ({ org, params, body }) => sessions.withSession(org, params.id, (s) => webmcpOf(s).invoke(body)),
+    listWebmcpTools: ({ org, params, query }) => sessions.withSession(org, params.id, (s) => webmcpOf(s).list(query.exclude_custom === true)),
+    invokeWebmcpTool: ({ org, params, body }) => sessions.withSession(org, params.id, (s) => webmcpOf(s).invoke(body, sessions.cdpUrlInBox(s))),
+    listWebmcpCustomTools: ({ org, params }) => sessions.withSession(org, params.id, async (s) => webmcpOf(s).listCustom()),
+    addWebmcpCustomTools: ({ org, params, body }) =>
+      sessions.withSession(org, params.id, (s) => webmcpOf(s).addCustom(body, sessions.cdpUrlInBox(s))),
+    removeWebmcpCustomTool: ({ org, params }) => sessions.withSession(org, params.id, async (s) => webmcpOf(s).removeCustom(params.tool_id)),
   };
 }

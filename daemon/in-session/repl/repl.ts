@@ -9,6 +9,8 @@ import type { LiveSession, ServiceKind, SessionService } from '../../sessions/li
 import { processesOf } from '../process/session-processes.js';
 
 const DEFAULT_TIMEOUT_SEC = 60;
+/** Custom tool definitions are a list of objects: evaluating them takes no time unless the source loops. */
+const DEFINE_TIMEOUT_MS = 10_000;
 /** The runtime as the session's box sees it (rbrowse's runtime is at /opt/rbrowse there). */
 const RUNTIME_PATH = `${BOX_RUNTIME}/daemon/in-session/repl/runtime.mjs`;
 /** How long a fresh runtime may take to load before the call fails (Node's start on a busy machine). */
@@ -16,8 +18,19 @@ const START_TIMEOUT_MS = 30_000;
 /** What is kept of the runtime's own error output, for an answer about its crash. */
 const STDERR_KEPT = 8 * 1024;
 
-/** One cell's answer from the runtime (runtime.mjs), or its last word before a crash. */
-type RuntimeLine = { seq?: number; ready?: true; crashed?: string } & Omit<ReplResult, 'repl_id'>;
+/** One answer from the runtime (runtime.mjs): a cell's, custom tools' definitions, a tool's output; or its last word before a crash. */
+type RuntimeLine = { seq?: number; ready?: true; crashed?: string; definitions?: unknown; output?: unknown } & Omit<ReplResult, 'repl_id'>;
+
+/** What the runtime is asked: a cell, custom tool definitions to evaluate, a CDP-backed tool to run. */
+type Request = { code: string } | { define: string } | { tool: { execute: string; input: unknown; targetId: string } };
+
+/** How a request ended: its answer, or the runtime's end (stoppedBy: the timeout or the client, else a crash). */
+interface Exchange {
+  runtime: Runtime;
+  answer?: RuntimeLine;
+  stoppedBy?: string;
+  durationMs: number;
+}
 
 /** One runtime process: a persistent Node REPL in the session's box, with the id Kernel calls repl_id. */
 class Runtime {
@@ -57,8 +70,8 @@ class Runtime {
     if (this.ended) throw new Error(this.ended);
   }
 
-  /** Runs one cell: its answer, or undefined when the runtime ended meanwhile (this.ended says why). */
-  run(code: string): Promise<RuntimeLine | undefined> {
+  /** One request: its answer, or undefined when the runtime ended meanwhile (this.ended says why). */
+  request(request: Request): Promise<RuntimeLine | undefined> {
     const seq = ++this.seq;
     return new Promise((resolve) => {
       if (this.ended) return resolve(undefined);
@@ -66,7 +79,7 @@ class Runtime {
         this.waiting.delete(seq);
         resolve(line.seq === undefined ? undefined : line);
       });
-      this.child.stdin?.write(`${JSON.stringify({ seq, code })}\n`);
+      this.child.stdin?.write(`${JSON.stringify({ seq, ...request })}\n`);
     });
   }
 
@@ -98,37 +111,64 @@ export class SessionRepl implements SessionService {
     if (body.code.trim() === '' && !body.reset) throw new BadRequestError('code: give the JavaScript to run (it may be empty only with reset: true)');
     return this.queue.run(async () => {
       if (body.reset) await this.end();
-      const runtime = await this.current(cdpUrl);
-      if (body.code.trim() === '') return { repl_id: runtime.id, success: true, content: [], duration_ms: 0 };
-      const release = this.session.hold('api');
+      if (body.code.trim() === '') return { repl_id: (await this.current(cdpUrl)).id, success: true, content: [], duration_ms: 0 };
       const timeoutSec = body.timeout_sec ?? DEFAULT_TIMEOUT_SEC;
-      let stoppedBy: string | undefined;
-      const stop = (why: string) => {
-        stoppedBy ??= why;
-        runtime.kill();
+      const x = await this.exchange(cdpUrl, { code: body.code }, timeoutSec * 1000, clientGone);
+      if (x.answer) return { repl_id: x.runtime.id, ...withoutSeq(x.answer) };
+      return {
+        repl_id: x.runtime.id,
+        success: false,
+        error: x.stoppedBy ?? x.runtime.ended ?? 'the REPL ended',
+        repl_terminated: true,
+        duration_ms: x.durationMs,
       };
-      const timer = setTimeout(() => stop(`the code ran longer than timeout_sec (${timeoutSec} s); the REPL was stopped`), timeoutSec * 1000);
-      const onGone = () => stop('the client went away; the REPL was stopped');
-      clientGone.addEventListener('abort', onGone, { once: true });
-      const started = Date.now();
-      try {
-        const answer = await runtime.run(body.code);
-        if (answer) return { repl_id: runtime.id, ...withoutSeq(answer) };
-        await runtime.exited;
-        return {
-          repl_id: runtime.id,
-          success: false,
-          error: stoppedBy ?? runtime.ended ?? 'the REPL ended',
-          repl_terminated: true,
-          duration_ms: Date.now() - started,
-        };
-      } finally {
-        clearTimeout(timer);
-        clientGone.removeEventListener('abort', onGone);
-        release();
-        if (this.runtime?.ended) this.runtime = undefined;
-      }
     });
+  }
+
+  /**
+   * Evaluates WebMCP custom tool definitions (their source is the caller's code) in the runtime,
+   * apart from the REPL's bindings: each one's metadata, and its execute function's source.
+   */
+  async define(cdpUrl: string, source: string): Promise<unknown[]> {
+    const x = await this.queue.run(() => this.exchange(cdpUrl, { define: source }, DEFINE_TIMEOUT_MS));
+    if (!x.answer) throw new BadRequestError(`source: ${x.stoppedBy ?? x.runtime.ended ?? 'the REPL ended while evaluating it'}`);
+    if (!x.answer.success) throw new BadRequestError(`source: ${x.answer.error}`);
+    return x.answer.definitions as unknown[];
+  }
+
+  /**
+   * Runs a CDP-backed custom tool's execute in the runtime, with the REPL's helpers, on the tab
+   * given. A tool that outlives timeoutMs takes the runtime with it: undefined then (its outcome
+   * is unknown).
+   */
+  async callTool(cdpUrl: string, tool: { execute: string; input: unknown; targetId: string }, timeoutMs: number): Promise<RuntimeLine | undefined> {
+    const x = await this.queue.run(() => this.exchange(cdpUrl, { tool }, timeoutMs));
+    return x.answer;
+  }
+
+  /** One request to the runtime (started if need be), stopped with it at timeoutMs or when the client goes. */
+  private async exchange(cdpUrl: string, request: Request, timeoutMs: number, clientGone?: AbortSignal): Promise<Exchange> {
+    const runtime = await this.current(cdpUrl);
+    const release = this.session.hold('api');
+    let stoppedBy: string | undefined;
+    const stop = (why: string) => {
+      stoppedBy ??= why;
+      runtime.kill();
+    };
+    const timer = setTimeout(() => stop(`the code ran longer than timeout_sec (${timeoutMs / 1000} s); the REPL was stopped`), timeoutMs);
+    const onGone = () => stop('the client went away; the REPL was stopped');
+    clientGone?.addEventListener('abort', onGone, { once: true });
+    const started = Date.now();
+    try {
+      const answer = await runtime.request(request);
+      if (!answer) await runtime.exited;
+      return { runtime, answer, stoppedBy, durationMs: Date.now() - started };
+    } finally {
+      clearTimeout(timer);
+      clientGone?.removeEventListener('abort', onGone);
+      release();
+      if (this.runtime?.ended) this.runtime = undefined;
+    }
   }
 
   async stop(): Promise<void> {
@@ -161,7 +201,7 @@ export class SessionRepl implements SessionService {
   }
 }
 
-function withoutSeq({ seq: _seq, ready: _ready, crashed: _crashed, ...rest }: RuntimeLine): Omit<ReplResult, 'repl_id'> {
+function withoutSeq({ seq: _seq, ready: _ready, crashed: _crashed, definitions: _d, output: _o, ...rest }: RuntimeLine): Omit<ReplResult, 'repl_id'> {
   return rest;
 }
 

@@ -10,6 +10,7 @@ import repl from 'node:repl';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import { formatWithOptions } from 'node:util';
+import vm from 'node:vm';
 import CDP from 'chrome-remote-interface';
 
 /** Kernel's limits per answer: text kept, each image, all images. */
@@ -35,7 +36,16 @@ registerHooks({
   },
 });
 
-const answers = (line) => writeFileSync(3, `${JSON.stringify(line)}\n`);
+/** One answer on fd 3; one that cannot be JSON (a BigInt, a cycle in a tool's output) says so instead. */
+function answers(line) {
+  let text;
+  try {
+    text = JSON.stringify(line);
+  } catch (err) {
+    text = JSON.stringify({ seq: line.seq, success: false, error: `the answer cannot be sent as JSON: ${err.message}` });
+  }
+  writeFileSync(3, `${text}\n`);
+}
 
 // ---- the cell being run, and what it outputs --------------------------------------------------
 
@@ -150,6 +160,7 @@ async function connection() {
       client = undefined;
       attached = undefined;
       pages.clear();
+      sessions.clear();
     }
   });
   client = c;
@@ -164,7 +175,10 @@ function track({ method, params, sessionId }) {
   else if (method === 'Page.javascriptDialogOpening') page.dialog = { type: params.type, message: params.message, url: params.url };
   else if (method === 'Page.javascriptDialogClosed') page.dialog = undefined;
   else if (method === 'Page.frameNavigated' && !params.frame.parentId) page.inFlight.clear();
-  if (method === 'Target.detachedFromTarget' && attached?.sessionId === params.sessionId) attached = undefined;
+  if (method === 'Target.detachedFromTarget') {
+    pages.delete(params.sessionId);
+    if (attached?.sessionId === params.sessionId) attached = undefined;
+  }
 }
 
 /** One DevTools command: to the attached tab (sessionId undefined), the browser (null) or a session. */
@@ -192,13 +206,23 @@ async function listTabs(includeChrome = true) {
   return (await targets()).filter((t) => t.type === 'page' && (includeChrome || !isInternal(t.url))).map(tabView);
 }
 
-async function switchTab(target) {
-  const targetId = typeof target === 'string' ? target : target?.targetId;
-  if (!targetId) throw new Error('switchTab: give a target id or a tab from listTabs()');
+/** A flattened DevTools session on a target, made once and ready for the helpers (page, runtime and network events on). */
+const sessions = new Map();
+async function attachTo(targetId) {
+  const known = sessions.get(targetId);
+  if (known && pages.has(known)) return known;
   const c = await connection();
   const { sessionId } = await c.send('Target.attachToTarget', { targetId, flatten: true });
   pages.set(sessionId, { inFlight: new Set() });
+  sessions.set(targetId, sessionId);
   await Promise.all(['Page.enable', 'Runtime.enable', 'Network.enable'].map((m) => c.send(m, {}, sessionId).catch(() => {})));
+  return sessionId;
+}
+
+async function switchTab(target) {
+  const targetId = typeof target === 'string' ? target : target?.targetId;
+  if (!targetId) throw new Error('switchTab: give a target id or a tab from listTabs()');
+  const sessionId = await attachTo(targetId);
   attached = { targetId, sessionId };
   return sessionId;
 }
@@ -260,7 +284,7 @@ function encode(value) {
 
 /** Page JavaScript: a string expression, or a function called once in the page with options.arg. */
 async function js(expressionOrFunction, options = {}) {
-  const sessionId = options.targetId ? await sessionFor(options.targetId) : undefined;
+  const sessionId = options.targetId ? await attachTo(options.targetId) : undefined;
   let r;
   if (typeof expressionOrFunction === 'function') {
     const { result: global } = await cdp('Runtime.evaluate', { expression: 'globalThis' }, sessionId);
@@ -280,14 +304,6 @@ async function js(expressionOrFunction, options = {}) {
   }
   if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
   return decode(r.result);
-}
-
-const sessions = new Map();
-async function sessionFor(targetId) {
-  if (attached?.targetId === targetId) return attached.sessionId;
-  if (!sessions.has(targetId))
-    sessions.set(targetId, (await (await connection()).send('Target.attachToTarget', { targetId, flatten: true })).sessionId);
-  return sessions.get(targetId);
 }
 
 async function pageInfo() {
@@ -685,6 +701,53 @@ function run({ seq, code }) {
   });
 }
 
+// ---- WebMCP custom tools --------------------------------------------------------------------------
+
+/** A function's source as an expression: a method (`execute(input) {...}`) becomes a function. */
+function functionSource(fn) {
+  const text = fn.toString();
+  if (/^(async\s*)?(function\b|\(|[\w$]+\s*=>)/.test(text)) return text;
+  const async = /^async\s+/.exec(text);
+  return `${async ? 'async ' : ''}function ${async ? text.slice(async[0].length) : text}`;
+}
+
+/**
+ * Custom tool definitions (POST .../webmcp/custom-tools): the source is evaluated apart from the
+ * REPL's bindings, and each definition comes back as its metadata and its execute function's
+ * source, which runs later in the page (kind "page") or here (kind "cdp").
+ */
+function define(source) {
+  const value = vm.runInNewContext(`(${source}\n)`, {}, { timeout: 5000, filename: 'custom-tools' });
+  if (!Array.isArray(value) || value.length === 0) throw new Error('the source must evaluate to a non-empty array of tool definitions');
+  return value.map((d, i) => {
+    if (!d || typeof d !== 'object') throw new Error(`definition ${i}: not an object`);
+    if (typeof d.execute !== 'function') throw new Error(`definition ${i}: execute must be a function`);
+    return { ...JSON.parse(JSON.stringify({ kind: d.kind, match: d.match, tool: d.tool }) ?? '{}'), execute: functionSource(d.execute) };
+  });
+}
+
+/** A CDP-backed custom tool: its execute runs with the REPL's helpers, on the tab it was invoked for. */
+async function callTool({ execute, input, targetId }) {
+  const before = attached;
+  try {
+    await switchTab(targetId);
+    const fn = vm.runInContext(`(${execute}\n)`, server.context);
+    const output = await fn(input, { targetId });
+    return output === undefined ? null : output;
+  } finally {
+    attached = before;
+  }
+}
+
+/** Runs a request other than a cell; its answer, or its failure as a cell's. */
+async function answer(seq, work) {
+  try {
+    return { seq, success: true, ...(await work()) };
+  } catch (err) {
+    return { seq, success: false, ...failure(err) };
+  }
+}
+
 const input = createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
 let started = false;
 for await (const text of input) {
@@ -702,6 +765,8 @@ for await (const text of input) {
     answers({ ready: true });
     continue;
   }
-  answers(await run(message));
+  if (message.define !== undefined) answers(await answer(message.seq, async () => ({ definitions: define(message.define) })));
+  else if (message.tool) answers(await answer(message.seq, async () => ({ output: await callTool(message.tool) })));
+  else answers(await run(message));
 }
 process.exit(0);

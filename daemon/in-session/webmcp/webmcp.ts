@@ -1,10 +1,20 @@
-import { randomBytes } from 'node:crypto';
-import type { WebmcpInvocation, WebmcpInvokeBody, WebmcpTool, WebmcpTools } from '../../../src/api/webmcp.js';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type {
+  CustomToolAddBody,
+  CustomToolDefinition,
+  WebmcpInvocation,
+  WebmcpInvokeBody,
+  WebmcpTool,
+  WebmcpTools,
+} from '../../../src/api/webmcp.js';
+import { CUSTOM_TOOL_SOURCE_MAX_BYTES } from '../../../src/api/webmcp.js';
 import { ApiError, BadRequestError, NotFoundError, ServiceUnavailableError } from '../../../src/errors.js';
 import { CdpClient } from '../../browser/cdp-client.js';
 import type { DevToolsEndpoint } from '../../browser/chromium.js';
 import { within } from '../../lib/procs.js';
 import type { LiveSession, ServiceKind, SessionService } from '../../sessions/live-session.js';
+import { replOf } from '../repl/repl.js';
+import { type CustomTool, CustomToolSet } from './custom-tools.js';
 
 /** Kernel's cap on a tool's input, as JSON. */
 const MAX_INPUT_BYTES = 1024 * 1024;
@@ -14,6 +24,15 @@ const DOCUMENTS = [{ type: 'page' }, { type: 'iframe' }, { exclude: true }];
 const EARLY_EVENTS = 64;
 /** How long a list waits for a tab to report its tools. */
 const SETUP_MS = 3000;
+/** Kernel's cap on a CDP-backed custom tool's output, as JSON: beyond it the call is an error, not a cut result. */
+const MAX_CDP_TOOL_OUTPUT_BYTES = 240 * 1024;
+
+/** A custom tool offered on one tab's document: stale once that document is replaced. */
+interface CustomOffer {
+  toolId: string;
+  tabTargetId: string;
+  document: number;
+}
 
 /** The tool started but no result came (its tab or frame went, or time ran out): 504, and the SDK must not retry it. */
 export class OutcomeUnknownError extends ApiError {
@@ -79,6 +98,10 @@ class ToolRegistry {
   private readonly waiters = new Map<string, (e: ToolEvent) => void>();
   private readonly early = new Map<string, ToolEvent[]>();
   private readonly detachWaiters = new Map<string, Set<() => void>>();
+  /** Each tab's document, counted: a top-level navigation makes a new one. */
+  private readonly documents = new Map<string, number>();
+  private readonly offers = new Map<string, CustomOffer>();
+  private readonly offerRefs = new Map<string, string>();
 
   private constructor(readonly cdp: CdpClient) {}
 
@@ -228,8 +251,79 @@ class ToolRegistry {
     });
   }
 
+  /**
+   * The custom tools offered now: each tool on every tab whose document or frames match its
+   * patterns, once per tab, on its top-level document.
+   */
+  async customSnapshot(tools: CustomToolSet): Promise<WebmcpTool[]> {
+    await this.settled();
+    const { targetInfos } = (await this.cdp.send('Target.getTargets')) as {
+      targetInfos: { targetId: string; type: string; url: string; title: string }[];
+    };
+    const offered: WebmcpTool[] = [];
+    for (const [sessionId, at] of this.attached) {
+      if (at.targetId !== at.tabTargetId) continue;
+      const tab = targetInfos.find((t) => t.targetId === at.tabTargetId);
+      if (!tab) continue;
+      const frames = targetInfos.filter(
+        (t) => t.type === 'iframe' && [...this.attached.values()].some((a) => a.targetId === t.targetId && a.tabTargetId === at.tabTargetId),
+      );
+      const urls = [tab.url, ...(await this.frameUrls(sessionId)).values(), ...frames.map((f) => f.url)];
+      const matching = tools.matching(urls);
+      if (!matching.length) continue;
+      const window_id = await this.windowOf(at.tabTargetId);
+      for (const tool of matching) {
+        offered.push({
+          tool_ref: this.offerRef({ toolId: tool.id, tabTargetId: at.tabTargetId, document: this.documents.get(at.tabTargetId) ?? 0 }),
+          tool: tool.tool,
+          source: {
+            frame: null,
+            page_title: tab.title,
+            page_url: withoutFragment(tab.url),
+            tab_id: this.numberOf(this.tabIds, at.tabTargetId),
+            window_id,
+            custom: { id: tool.id, namespace: tool.namespace },
+            target_id: at.tabTargetId,
+          },
+        });
+      }
+    }
+    return offered;
+  }
+
+  /** A custom tool's offer that is still live: its tab open, on the same document; and the tab's DevTools session. */
+  liveOffer(ref: string): (CustomOffer & { sessionId: string }) | undefined {
+    const offer = this.offers.get(ref);
+    if (!offer || (this.documents.get(offer.tabTargetId) ?? 0) !== offer.document) return undefined;
+    for (const [sessionId, at] of this.attached) if (at.targetId === offer.tabTargetId) return { ...offer, sessionId };
+    return undefined;
+  }
+
+  /** Runs a page-backed custom tool's execute in its tab's page, given the input; its result or its error. */
+  async runInPage(sessionId: string, execute: string, input: unknown): Promise<{ output?: unknown; error?: string }> {
+    const { result: global } = await this.cdp.send('Runtime.evaluate', { expression: 'globalThis' }, sessionId);
+    const r = await this.cdp.send(
+      'Runtime.callFunctionOn',
+      { functionDeclaration: execute, objectId: global.objectId, arguments: [{ value: input }], awaitPromise: true, returnByValue: true },
+      sessionId,
+    );
+    if (r.exceptionDetails) return { error: String(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text).split('\n')[0] };
+    return { output: r.result.value ?? null };
+  }
+
   close(): void {
     this.cdp.close();
+  }
+
+  private offerRef(offer: CustomOffer): string {
+    const key = `${offer.toolId}\n${offer.tabTargetId}\n${offer.document}`;
+    let ref = this.offerRefs.get(key);
+    if (!ref) {
+      ref = `wmt_${randomBytes(12).toString('base64url')}`;
+      this.offerRefs.set(key, ref);
+      this.offers.set(ref, offer);
+    }
+    return ref;
   }
 
   private track(setup: Promise<void>): void {
@@ -280,7 +374,9 @@ class ToolRegistry {
 
   /** A frame's document was replaced: its tools go, and with a target's own frame, those of every frame in it. */
   navigated(frameId: string, sessionId: string): void {
-    if (this.attached.get(sessionId)?.targetId !== frameId) return this.frameGone(frameId);
+    const at = this.attached.get(sessionId);
+    if (at?.targetId !== frameId) return this.frameGone(frameId);
+    if (at.tabTargetId === frameId) this.documents.set(frameId, (this.documents.get(frameId) ?? 0) + 1);
     for (const reg of [...this.byRef.values()]) if (reg.sessionId === sessionId) this.removed(reg.tool.frameId, reg.tool.name);
   }
 
@@ -343,21 +439,86 @@ class ToolRegistry {
 export class SessionWebmcp implements SessionService {
   private registry?: { browser: DevToolsEndpoint; opened: Promise<ToolRegistry> };
   private stopped = false;
+  private readonly custom = new CustomToolSet();
 
   constructor(private readonly session: LiveSession) {}
 
-  async list(): Promise<WebmcpTools> {
+  async list(excludeCustom = false): Promise<WebmcpTools> {
     const registry = await this.current();
-    return { tools: await registry.snapshot() };
+    const own = await registry.snapshot();
+    return { tools: excludeCustom ? own : [...own, ...(await registry.customSnapshot(this.custom))] };
   }
 
-  async invoke(body: WebmcpInvokeBody): Promise<WebmcpInvocation> {
+  /** `cdpUrl`: the session's CDP URL as its box reaches it, for a CDP-backed custom tool's REPL. */
+  async invoke(body: WebmcpInvokeBody, cdpUrl: string): Promise<WebmcpInvocation> {
     if (Buffer.byteLength(JSON.stringify(body.input)) > MAX_INPUT_BYTES) throw BadRequestError.field('input', 'at most 1 MiB as JSON');
     const registry = await this.current();
     await registry.settled();
+    const timeoutMs = (body.timeout_sec ?? 60) * 1000;
+    const offer = registry.liveOffer(body.tool_ref);
+    if (offer) {
+      const tool = this.custom.get(offer.toolId);
+      if (!tool) throw staleRef(body.tool_ref);
+      return this.invokeCustom(registry, tool, offer, body.input, timeoutMs, cdpUrl);
+    }
     const reg = registry.find(body.tool_ref);
     if (!reg) throw staleRef(body.tool_ref);
-    return registry.invoke(reg, body.input, (body.timeout_sec ?? 60) * 1000);
+    return registry.invoke(reg, body.input, timeoutMs);
+  }
+
+  listCustom(): { tools: CustomToolDefinition[] } {
+    return { tools: this.custom.list() };
+  }
+
+  /** Evaluates the batch's source in the session's REPL runtime (it is the caller's code), then adds it. */
+  async addCustom(body: CustomToolAddBody, cdpUrl: string): Promise<{ tools: CustomToolDefinition[] }> {
+    if (Buffer.byteLength(body.source) > CUSTOM_TOOL_SOURCE_MAX_BYTES) throw BadRequestError.field('source', 'at most 8,000,000 bytes as UTF-8');
+    const definitions = await replOf(this.session).define(cdpUrl, body.source);
+    return { tools: this.custom.add(body.namespace, definitions, body.force_overwrite_namespace === true) };
+  }
+
+  removeCustom(id: string): void {
+    this.custom.remove(id);
+  }
+
+  /**
+   * A custom tool on the tab it was offered on: a page one in the page, over the WebMCP
+   * connection; a CDP one in the REPL runtime. No answer in time, or the tab gone meanwhile:
+   * outcome unknown, as for the pages' own tools.
+   */
+  private async invokeCustom(
+    registry: ToolRegistry,
+    tool: CustomTool,
+    offer: { tabTargetId: string; sessionId: string },
+    input: Record<string, unknown>,
+    timeoutMs: number,
+    cdpUrl: string,
+  ): Promise<WebmcpInvocation> {
+    const invocationId = randomUUID();
+    const unknown = (why: string) =>
+      new OutcomeUnknownError(`${why} (invocation ${invocationId}); check what it did before invoking it again`, invocationId);
+    let result: { output?: unknown; error?: string } | undefined;
+    if (tool.kind === 'page') {
+      const run = registry.runInPage(offer.sessionId, tool.execute, input).then(
+        (r) => r,
+        () => undefined,
+      );
+      const answered = await within(
+        timeoutMs,
+        run.then((r) => void (result = r)),
+      );
+      if (!answered) throw unknown(`the tool gave no result within ${timeoutMs / 1000} s`);
+      if (!result) throw unknown('the tab of the tool went away while it ran');
+    } else {
+      const answer = await replOf(this.session).callTool(cdpUrl, { execute: tool.execute, input, targetId: offer.tabTargetId }, timeoutMs);
+      if (!answer) throw unknown(`the tool gave no result within ${timeoutMs / 1000} s (the REPL running it was stopped)`);
+      result = answer.success ? { output: answer.output ?? null } : { error: answer.error ?? 'failed' };
+      if (result.output !== undefined && Buffer.byteLength(JSON.stringify(result.output)) > MAX_CDP_TOOL_OUTPUT_BYTES) {
+        result = { error: `the tool's output is larger than ${MAX_CDP_TOOL_OUTPUT_BYTES / 1024} KiB as JSON` };
+      }
+    }
+    if (result.error !== undefined) return { invocation_id: invocationId, status: 'error', error_text: result.error };
+    return { invocation_id: invocationId, status: 'completed', output: result.output };
   }
 
   stop(): void {
