@@ -128,7 +128,7 @@ async function endToEnd(client: Client): Promise<void> {
   assert.equal(cell.content[2]!.text, 'done\n');
   const failed = await call(client, 'browser_repl', { session_id: id, code: 'repl.write(info.url); throw new Error("no such thing")' });
   assert.equal(failed.isError, true);
-  assert.equal(failed.content[0]!.text, 'data:text/html,' + encodeURIComponent(page), 'info is still bound');
+  assert.equal(failed.content[0]!.text, `data:text/html,${encodeURIComponent(page)}`, 'info is still bound');
   assert.match(failed.content.at(-1)!.text!, /^error: no such thing/);
 
   assert.equal(

@@ -91,6 +91,15 @@ describe('browser REPL', () => {
     assert.equal(textOf(fresh), 'undefined');
     assert.notEqual(fresh.repl_id, looped.repl_id);
 
+    // The code writing on the REPL's own answer channel (fd 3) ends that REPL, never the daemon.
+    for (const forged of ['"not an answer\\n"', '"x".repeat(40 * 1024 * 1024)']) {
+      const corrupted = await run(`require('node:fs').writeSync(3, ${forged}); await waitMs(5000)`);
+      assert.equal(corrupted.success, false, forged);
+      assert.equal(corrupted.repl_terminated, true);
+      assert.match(corrupted.error!, /not understood/);
+    }
+    assert.equal((await d.api('GET', '/health')).status, 200);
+
     await run('var again = 1');
     const reset = await run('', { reset: true });
     assert.equal(reset.success, true);

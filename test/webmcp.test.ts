@@ -157,7 +157,7 @@ describe('WebMCP custom tools', () => {
   const custom = (body: object, key?: string) => d.api('POST', `/browsers/${id}/webmcp/custom-tools`, body, key);
   const customOnly = async () => (await list()).filter((t) => t.source.custom);
   const hello = () => `${fixtures.url}/hello.html`;
-  const SHOP = (prefix: string) => `[
+  const shopSource = (prefix: string) => `[
     { kind: 'page', match: { url_patterns: ['${prefix}/hello.html*'] },
       tool: { name: 'title_plus', description: 'The title and a suffix', inputSchema: { type: 'object', properties: { suffix: { type: 'string' } } } },
       execute: (input) => document.title + input.suffix },
@@ -173,7 +173,7 @@ describe('WebMCP custom tools', () => {
   ]`;
 
   test('a batch is added; its page and CDP tools are offered on matching pages only and run there with their input', async () => {
-    const added = await custom({ namespace: 'shop', source: SHOP(fixtures.url) });
+    const added = await custom({ namespace: 'shop', source: shopSource(fixtures.url) });
     assert.equal(added.status, 201, added.text);
     assert.deepEqual(
       added.body.tools.map((t: any) => [t.namespace, t.tool.name, t.kind]),

@@ -7,7 +7,9 @@ import { StringDecoder } from 'node:string_decoder';
  */
 export class LineSplitter {
   private readonly decoder = new StringDecoder('utf8');
-  private pending = '';
+  /** The line so far, in the pieces it came in: joined once, when it ends (appending chunk by chunk and searching it each time was quadratic). */
+  private parts: string[] = [];
+  private partsLength = 0;
 
   constructor(
     private readonly emit: (line: string) => void,
@@ -15,23 +17,42 @@ export class LineSplitter {
   ) {}
 
   write(chunk: Buffer | string): void {
-    this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    let text = typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
     let newline: number;
-    while ((newline = this.pending.indexOf('\n')) >= 0) {
-      this.emitLine(this.pending.slice(0, newline));
-      this.pending = this.pending.slice(newline + 1);
+    while ((newline = text.indexOf('\n')) >= 0) {
+      this.parts.push(text.slice(0, newline));
+      this.emitLine(this.take());
+      text = text.slice(newline + 1);
     }
-    while (this.pending.length >= this.maxLineChars) {
-      this.emit(this.pending.slice(0, this.maxLineChars));
-      this.pending = this.pending.slice(this.maxLineChars);
+    if (text) {
+      this.parts.push(text);
+      this.partsLength += text.length;
+    }
+    if (this.partsLength >= this.maxLineChars) {
+      let pending = this.take();
+      while (pending.length >= this.maxLineChars) {
+        this.emit(pending.slice(0, this.maxLineChars));
+        pending = pending.slice(this.maxLineChars);
+      }
+      if (pending) {
+        this.parts.push(pending);
+        this.partsLength = pending.length;
+      }
     }
   }
 
   /** The last line, when the stream ended without a newline. */
   end(): void {
-    this.pending += this.decoder.end();
-    if (this.pending) this.emitLine(this.pending);
-    this.pending = '';
+    this.parts.push(this.decoder.end());
+    const rest = this.take();
+    if (rest) this.emitLine(rest);
+  }
+
+  private take(): string {
+    const line = this.parts.join('');
+    this.parts = [];
+    this.partsLength = 0;
+    return line;
   }
 
   private emitLine(line: string): void {

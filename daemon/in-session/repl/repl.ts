@@ -1,10 +1,12 @@
-import { createInterface } from 'node:readline';
-import type { ReplBody, ReplResult } from '../../../src/api/repl.js';
+import { Type } from 'typebox';
+import { ReplResultSchema, type ReplBody, type ReplResult } from '../../../src/api/repl.js';
 import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../../../src/errors.js';
 import { newId } from '../../../src/ids.js';
 import type { BoxProcess } from '../../box/box.js';
 import { BOX_NODE, BOX_RUNTIME } from '../../box/box-spec.js';
+import { LineSplitter } from '../../lib/line-splitter.js';
 import { SerialQueue } from '../../lib/serial-queue.js';
+import { lazyValidator } from '../../lib/validators.js';
 import type { LiveSession, ServiceKind, SessionService } from '../../sessions/live-session.js';
 import { processesOf } from '../process/session-processes.js';
 
@@ -17,6 +19,8 @@ const RUNTIME_PATH = `${BOX_RUNTIME}/daemon/in-session/repl/runtime.mjs`;
 const START_TIMEOUT_MS = 30_000;
 /** What is kept of the runtime's own error output, for an answer about its crash. */
 const STDERR_KEPT = 8 * 1024;
+/** The longest answer line: a cell's 16 MiB of images in base64 and its text, with room to spare. */
+const MAX_ANSWER_CHARS = 32 * 1024 * 1024;
 
 /** One answer from the runtime (runtime.mjs): a cell's, custom tools' definitions, a tool's output; or its last word before a crash. */
 type RuntimeLine = { seq?: number; ready?: true; crashed?: string; definitions?: unknown; output?: unknown } & Omit<ReplResult, 'repl_id'>;
@@ -30,6 +34,36 @@ interface Exchange {
   answer?: RuntimeLine;
   stoppedBy?: string;
   durationMs: number;
+}
+
+/** What the runtime answers on fd 3, checked before the daemon uses it. */
+const RuntimeLineSchema = Type.Union([
+  Type.Object({ ready: Type.Literal(true) }, { additionalProperties: false }),
+  Type.Object({ crashed: Type.String() }, { additionalProperties: false }),
+  Type.Object(
+    {
+      seq: Type.Integer(),
+      success: Type.Boolean(),
+      content: Type.Optional(ReplResultSchema.properties.content),
+      content_truncated: Type.Optional(Type.Boolean()),
+      duration_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+      error: Type.Optional(Type.String()),
+      stack: Type.Optional(Type.String()),
+      definitions: Type.Optional(Type.Array(Type.Unknown())),
+      output: Type.Optional(Type.Unknown()),
+    },
+    { additionalProperties: false },
+  ),
+]);
+const validLine = lazyValidator<RuntimeLine>(RuntimeLineSchema);
+
+function parseLine(text: string): RuntimeLine | undefined {
+  try {
+    const line: unknown = JSON.parse(text);
+    return validLine(line) ? line : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** One runtime process: a persistent Node REPL in the session's box, with the id Kernel calls repl_id. */
@@ -49,12 +83,17 @@ class Runtime {
     child.stdin?.on('error', () => {});
     let started!: () => void;
     this.ready = new Promise((resolve) => (started = resolve));
-    createInterface({ input: child.fds[3]!, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (text) => {
-      const line = JSON.parse(text) as RuntimeLine;
+    // The code can write to fd 3 too: an answer that is not one the runtime sends (too long, not
+    // JSON, not of its shape) ends the runtime as Kernel ends a REPL on protocol corruption, and
+    // the daemon never holds more than one bounded line of it.
+    const lines = new LineSplitter((text) => {
+      const line = parseLine(text);
+      if (!line) return this.corrupt();
       if (line.ready) started();
       else if (line.crashed) this.ended = `the REPL crashed on an error no cell was running for: ${line.crashed.split('\n')[0]}`;
       else if (line.seq !== undefined) this.waiting.get(line.seq)?.(line);
-    });
+    }, MAX_ANSWER_CHARS);
+    child.fds[3]!.on('data', (chunk: Buffer) => lines.write(chunk));
     void child.exited.then((exit) => {
       this.ended ??= `the REPL's process ended (${exit.signal ?? `exit code ${exit.code}`})${this.stderr ? `: ${this.stderr.trim().split('\n').at(-1)}` : ''}`;
       started();
@@ -85,6 +124,11 @@ class Runtime {
 
   kill(): void {
     this.child.kill('SIGKILL');
+  }
+
+  private corrupt(): void {
+    this.ended ??= "the REPL's answer was not understood (something in it wrote to the REPL's own channel); the REPL was stopped";
+    this.kill();
   }
 
   get exited(): Promise<unknown> {

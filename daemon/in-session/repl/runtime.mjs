@@ -17,6 +17,8 @@ import CDP from 'chrome-remote-interface';
 const TEXT_MAX = 256 * 1024;
 const IMAGE_MAX = 8 * 1024 * 1024;
 const IMAGES_MAX = 16 * 1024 * 1024;
+/** A CDP-backed custom tool's output, as JSON. */
+const TOOL_OUTPUT_MAX = 240 * 1024;
 /** DevTools events kept for drainEvents(), newest last. */
 const EVENTS_KEPT = 500;
 
@@ -732,8 +734,10 @@ async function callTool({ execute, input, targetId }) {
   try {
     await switchTab(targetId);
     const fn = vm.runInContext(`(${execute}\n)`, server.context);
-    const output = await fn(input, { targetId });
-    return output === undefined ? null : output;
+    const output = (await fn(input, { targetId })) ?? null;
+    // Kernel's cap; what is larger is an error here, not a cut result.
+    if (JSON.stringify(output).length > TOOL_OUTPUT_MAX) throw new Error(`the tool's output is larger than ${TOOL_OUTPUT_MAX / 1024} KiB as JSON`);
+    return output;
   } finally {
     attached = before;
   }
