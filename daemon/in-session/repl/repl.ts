@@ -90,8 +90,11 @@ class Runtime {
       const line = parseLine(text);
       if (!line) return this.corrupt();
       if (line.ready) started();
-      else if (line.crashed) this.ended = `the REPL crashed on an error no cell was running for: ${line.crashed.split('\n')[0]}`;
-      else if (line.seq !== undefined) this.waiting.get(line.seq)?.(line);
+      else if (line.crashed) {
+        // It exits by itself; the kill makes sure a forged last word ends it all the same.
+        this.ended ??= `the REPL crashed on an error no cell was running for: ${line.crashed.split('\n')[0]}`;
+        this.kill();
+      } else if (line.seq !== undefined) this.waiting.get(line.seq)?.(line);
     }, MAX_ANSWER_CHARS);
     child.fds[3]!.on('data', (chunk: Buffer) => lines.write(chunk));
     void child.exited.then((exit) => {

@@ -101,7 +101,8 @@ class ToolRegistry {
   /** Each tab's document, counted: a top-level navigation makes a new one. */
   private readonly documents = new Map<string, number>();
   private readonly offers = new Map<string, CustomOffer>();
-  private readonly offerRefs = new Map<string, string>();
+  /** The ref of each tool's offer on each tab, for its current document only: older ones are dropped, so this stays bounded. */
+  private readonly offerRefs = new Map<string, { ref: string; document: number }>();
 
   private constructor(readonly cdp: CdpClient) {}
 
@@ -261,6 +262,13 @@ class ToolRegistry {
       targetInfos: { targetId: string; type: string; url: string; title: string }[];
     };
     const offered: WebmcpTool[] = [];
+    const tabs = new Set([...this.attached.values()].map((a) => a.tabTargetId));
+    for (const [ref, offer] of this.offers) {
+      // Offers of a tab that closed or a tool that was removed name nothing any more.
+      if (tabs.has(offer.tabTargetId) && tools.get(offer.toolId)) continue;
+      this.offers.delete(ref);
+      this.offerRefs.delete(`${offer.toolId}\n${offer.tabTargetId}`);
+    }
     for (const [sessionId, at] of this.attached) {
       if (at.targetId !== at.tabTargetId) continue;
       const tab = targetInfos.find((t) => t.targetId === at.tabTargetId);
@@ -316,13 +324,13 @@ class ToolRegistry {
   }
 
   private offerRef(offer: CustomOffer): string {
-    const key = `${offer.toolId}\n${offer.tabTargetId}\n${offer.document}`;
-    let ref = this.offerRefs.get(key);
-    if (!ref) {
-      ref = `wmt_${randomBytes(12).toString('base64url')}`;
-      this.offerRefs.set(key, ref);
-      this.offers.set(ref, offer);
-    }
+    const key = `${offer.toolId}\n${offer.tabTargetId}`;
+    const known = this.offerRefs.get(key);
+    if (known?.document === offer.document) return known.ref;
+    if (known) this.offers.delete(known.ref);
+    const ref = `wmt_${randomBytes(12).toString('base64url')}`;
+    this.offerRefs.set(key, { ref, document: offer.document });
+    this.offers.set(ref, offer);
     return ref;
   }
 
