@@ -71,6 +71,8 @@ import { Credentials } from './org/credentials/credentials.js';
 import { Vault } from './org/credentials/vault.js';
 import { AuditLog, auditRetentionFromEnv } from './org/audit/audit-log.js';
 import { auditLogHandlers } from './http/routes/audit-logs.js';
+import { auditExportDestinationHandlers } from './http/routes/audit-export-destinations.js';
+import { AuditExportDestinations, auditExportSettingsFromEnv } from './org/audit/export-destinations.js';
 import { History, retentionFromEnv } from './lib/state/history.js';
 import type { SessionRecord } from './sessions/record.js';
 import type { InvocationRecord } from './apps/invocations.js';
@@ -227,6 +229,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     managedAuth: { connectionsOf: (orgId) => authConnections.countOf(orgId), minHealthCheckSeconds: minAuthHealthCheck },
   });
   const audit = await AuditLog.open(join(paths.historyDir, 'audit.jsonl'), auditRetentionFromEnv());
+  const auditExports = new AuditExportDestinations({ store, audit, settings: auditExportSettingsFromEnv(), log: opts.log });
   const vault = await Vault.open(join(paths.credentialsDir, 'vault-key'));
   const credentials = new Credentials({ store, vault });
   const credentialProviders = new CredentialProviders({ store, vault });
@@ -350,6 +353,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       ...credentialProviderHandlers(credentialProviders),
       ...authConnectionHandlers(authConnections),
       ...auditLogHandlers(audit),
+      ...auditExportDestinationHandlers(auditExports),
       ...extensionHandlers(extensions),
       ...proxyHandlers(proxies),
       ...deploymentHandlers(deployments),
@@ -386,6 +390,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       standby.start();
       spareBoxes.start();
       await authConnections.start();
+      auditExports.start();
       return baseUrl;
     },
     async close() {
@@ -412,6 +417,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await step('replays', () => replays.close());
       await step('telemetry', () => telemetryArchive.settled());
       await step('http server', () => server.close());
+      await step('audit export', () => auditExports.stop());
       await step('histories', () => Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]));
       await step('boxes', () => boxes.close());
       launcher.close();

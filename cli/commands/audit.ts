@@ -1,9 +1,10 @@
 import { createWriteStream } from 'node:fs';
 import { Command, InvalidArgumentError, Option, type OptionValues } from 'commander';
+import type { AuditLogExportDestination } from '../../src/api/audit-export-destinations.js';
 import type { AuditLogEntry, ListAuditLogsQuery } from '../../src/api/audit-logs.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
-import { printList } from '../output.js';
+import { printJson, printList } from '../output.js';
 import { count } from '../arg-parsers.js';
 import { sinceTime } from '../../daemon/lib/event-log.js';
 
@@ -102,5 +103,113 @@ export function auditCommand(): Command {
       const summary = o.json ? JSON.stringify(total) : `${total.rows} entries in ${total.chunks} chunk(s), ${total.bytes} bytes`;
       process.stderr.write(`${summary}\n`);
     });
+  audit.addCommand(destinationsCommand());
   return audit;
+}
+
+/** `rbrowse audit destinations ...`: S3 buckets the audit log is delivered to, continuously. */
+function destinationsCommand(): Command {
+  const destinations = new Command('destinations').description('deliver the audit log to an S3 bucket, through a role rbrowse assumes');
+  const show = (d: AuditLogExportDestination) => {
+    console.log(`${d.id}  s3://${d.bucket}/${d.prefix}  ${d.region}  ${d.status}`);
+    console.log(`  trust policy: allow ${d.kernel_role_arn} to assume ${d.role_arn} with sts:ExternalId ${d.external_id}`);
+    if (d.last_error) console.log(`  last error (${d.last_error_at}): ${d.last_error}`);
+  };
+  covers(destinations.command('create'), 'createAuditLogExportDestination')
+    .description("start delivering (events from now on) to a bucket; then allow kernel_role_arn in the role's trust policy")
+    .requiredOption('--bucket <name>', 'the S3 bucket')
+    .requiredOption('--region <region>', "the bucket's region")
+    .requiredOption('--role-arn <arn>', 'the role rbrowse assumes to write')
+    .option('--prefix <prefix>', 'object keys start with it', '')
+    .option('--kms-key-id <key>', 'encrypt with this KMS key (SSE-KMS)')
+    .addOption(new Option('--type <type>', 'where to').choices(['s3']).default('s3'))
+    .addOption(new Option('--format <format>', 'object format').choices(['jsonl.gz']).default('jsonl.gz'))
+    .option('--json', 'print the API object')
+    .addHelpText(
+      'after',
+      '\nExample:\n  rbrowse audit destinations create --bucket audit-logs --region us-east-1 --role-arn arn:aws:iam::123456789012:role/rbrowse-audit',
+    )
+    .action(async (o, cmd: Command) => {
+      const body = {
+        type: o.type,
+        format: o.format,
+        bucket: o.bucket,
+        region: o.region,
+        role_arn: o.roleArn,
+        prefix: o.prefix,
+        ...(o.kmsKeyId ? { kms_key_id: o.kmsKeyId } : {}),
+      };
+      const d = await (await clientFor(cmd)).call('createAuditLogExportDestination', { body });
+      if (o.json) return printJson(d);
+      show(d);
+    });
+  covers(destinations.command('list'), 'listAuditLogExportDestinations')
+    .alias('ls')
+    .description("the organization's destinations and how delivery stands")
+    .option('--json', 'print the API objects')
+    .option('-q, --quiet', 'print ids only')
+    .addHelpText('after', '\nExample:\n  rbrowse audit destinations ls')
+    .action(async (o, cmd: Command) => {
+      const items = await (await clientFor(cmd)).call('listAuditLogExportDestinations', { query: { limit: 100 } });
+      if (o.json) return printJson(items);
+      printList(items, o, {
+        id: (d) => d.id,
+        headers: ['ID', 'BUCKET', 'PREFIX', 'STATUS', 'LAST SUCCESS', 'FAILURES'],
+        row: (d) => [d.id, d.bucket, d.prefix, d.status, d.last_success_at ?? '', String(d.consecutive_failures)],
+      });
+    });
+  covers(destinations.command('get'), 'getAuditLogExportDestination')
+    .description('one destination, with its trust-policy details and last error')
+    .argument('<id>', 'destination id')
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse audit destinations get <id> --json')
+    .action(async (id: string, o, cmd: Command) => {
+      const d = await (await clientFor(cmd)).call('getAuditLogExportDestination', { params: { id } });
+      if (o.json) return printJson(d);
+      show(d);
+    });
+  covers(destinations.command('update'), 'updateAuditLogExportDestination')
+    .description('change a destination, or pause and resume it (events while paused are never delivered)')
+    .argument('<id>', 'destination id')
+    .option('--bucket <name>', 'the S3 bucket')
+    .option('--region <region>', "the bucket's region")
+    .option('--role-arn <arn>', 'the role rbrowse assumes')
+    .option('--prefix <prefix>', 'object keys start with it')
+    .option('--kms-key-id <key>', 'KMS key ("" removes it)')
+    .addOption(new Option('--status <status>', 'pause or resume').choices(['active', 'paused']))
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse audit destinations update <id> --status paused')
+    .action(async (id: string, o, cmd: Command) => {
+      const body = {
+        ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
+        ...(o.region !== undefined ? { region: o.region } : {}),
+        ...(o.roleArn !== undefined ? { role_arn: o.roleArn } : {}),
+        ...(o.prefix !== undefined ? { prefix: o.prefix } : {}),
+        ...(o.kmsKeyId !== undefined ? { kms_key_id: o.kmsKeyId } : {}),
+        ...(o.status !== undefined ? { status: o.status } : {}),
+      };
+      const d = await (await clientFor(cmd)).call('updateAuditLogExportDestination', { params: { id }, body });
+      if (o.json) return printJson(d);
+      show(d);
+    });
+  covers(destinations.command('delete'), 'deleteAuditLogExportDestination')
+    .alias('rm')
+    .description('stop delivering and forget the destination')
+    .argument('<id>', 'destination id')
+    .addHelpText('after', '\nExample:\n  rbrowse audit destinations rm <id>')
+    .action(async (id: string, _o, cmd: Command) => {
+      await (await clientFor(cmd)).call('deleteAuditLogExportDestination', { params: { id } });
+    });
+  covers(destinations.command('test'), 'testAuditLogExportDestination')
+    .description('assume the role and write a test object now; exit 1 with the stage that failed')
+    .argument('<id>', 'destination id')
+    .option('--json', 'print the API object')
+    .addHelpText('after', '\nExample:\n  rbrowse audit destinations test <id>')
+    .action(async (id: string, o, cmd: Command) => {
+      const r = await (await clientFor(cmd)).call('testAuditLogExportDestination', { params: { id } });
+      if (o.json) printJson(r);
+      else console.log(r.success ? 'ok: the role was assumed and a test object written' : `failed at ${r.stage}: ${r.error?.message}`);
+      if (!r.success) process.exitCode = 1;
+    });
+  return destinations;
 }

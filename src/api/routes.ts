@@ -16,6 +16,7 @@ import { processRoutes } from './process.js';
 import { playwrightRoutes } from './playwright.js';
 import { webmcpRoutes } from './webmcp.js';
 import { replRoutes } from './repl.js';
+import { auditExportDestinationRoutes } from './audit-export-destinations.js';
 import { curlRoutes } from './curl.js';
 import { replayRoutes } from './replays.js';
 import { telemetryRoutes } from './telemetry.js';
@@ -502,6 +503,7 @@ export const routes = {
   ...credentialRoutes,
   ...credentialProviderRoutes,
   ...auditLogRoutes,
+  ...auditExportDestinationRoutes,
   ...extensionRoutes,
   ...proxyRoutes,
   ...deploymentRoutes,

@@ -181,6 +181,27 @@ class KernelPythonSdk(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             destinations.retrieve(made.id)
 
+    def test_audit_log_export_destinations(self) -> None:
+        destinations = self.client.audit_logs.export_destinations
+        made = destinations.create(
+            type="s3", format="jsonl.gz", bucket="audit-logs", prefix="py", region="us-east-1",
+            role_arn="arn:aws:iam::123456789012:role/rbrowse-audit",
+        )
+        try:
+            self.assertEqual(made.status, "active")
+            self.assertTrue(made.external_id and made.kernel_role_arn)
+            self.assertEqual(destinations.retrieve(made.id).bucket, "audit-logs")
+            self.assertIn(made.id, [d.id for d in destinations.list()])
+            self.assertEqual(destinations.update(made.id, status="paused").status, "paused")
+            # No AWS here: the test says the role could not be assumed, in the SDK's model.
+            result = destinations.test(made.id)
+            self.assertEqual((result.stage, result.success), ("assume_role", False))
+            self.assertEqual(result.error.code, "assume_role_failed")
+        finally:
+            destinations.delete(made.id)
+        with self.assertRaises(NotFoundError):
+            destinations.retrieve(made.id)
+
     def test_managed_auth_logs_in_with_a_stored_credential(self) -> None:
         name = unique("site")
         self.client.credentials.create(name=name, domain="127.0.0.1", values={"username": "bob", "password": "builder"})
