@@ -170,6 +170,22 @@ export class AuditLog {
   }
 
   /** The file's lines, oldest first, read as a stream (nothing when there is no file yet). */
+  /** The kept records, oldest first: the file may hold up to twice the bound between compactions, and only the newest lines count. */
+  private async *records(): AsyncGenerator<AuditRecord> {
+    let skip = Math.max(0, this.lines - this.retention.maxCount);
+    for await (const line of this.linesOf()) {
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      try {
+        yield JSON.parse(line) as AuditRecord;
+      } catch {
+        // a line cut short by a crash mid-append
+      }
+    }
+  }
+
   private async *linesOf(): AsyncGenerator<string> {
     const input = createReadStream(this.file, { encoding: 'utf8' });
     const opened = await new Promise<boolean>((resolve, reject) => {
@@ -200,19 +216,7 @@ export class AuditLog {
       // page costs memory for its own size, not the file's.
       let window: AuditRecord[] = [];
       let cursorSeen = false;
-      // The file may hold up to twice the bound between compactions: only the newest lines count.
-      let skip = Math.max(0, this.lines - this.retention.maxCount);
-      for await (const line of this.linesOf()) {
-        if (skip > 0) {
-          skip--;
-          continue;
-        }
-        let e: AuditRecord;
-        try {
-          e = JSON.parse(line) as AuditRecord;
-        } catch {
-          continue; // a line cut short by a crash mid-append
-        }
+      for await (const e of this.records()) {
         // Past the cursor's entry everything is newer than the page asked for.
         if (after !== undefined && e.id === after) {
           cursorSeen = true;
@@ -245,18 +249,7 @@ export class AuditLog {
     const cutoff = Date.now() - this.retention.maxAgeMs;
     return this.queue.run(async () => {
       const rows: AuditRecord[] = [];
-      let skip = Math.max(0, this.lines - this.retention.maxCount);
-      for await (const line of this.linesOf()) {
-        if (skip > 0) {
-          skip--;
-          continue;
-        }
-        let e: AuditRecord;
-        try {
-          e = JSON.parse(line) as AuditRecord;
-        } catch {
-          continue;
-        }
+      for await (const e of this.records()) {
         const t = Date.parse(e.timestamp);
         if (e.org_id === orgId && t >= from && t < to && t >= cutoff) rows.push(e);
       }
