@@ -351,6 +351,16 @@ describe('computer control rules', () => {
     ['press_key', 'no keys', { keys: [] }, 'keys'],
     ['press_key', 'an unknown key', { keys: ['ctrl+nokey'] }, 'keys.0'],
     ['type', 'no text', {}, 'text'],
+    ['type', 'more than 10,000 characters', { text: 'x'.repeat(10_001), delay: 0 }, 'text'],
+    // 5,001 keys 12 ms apart: a minute of typing (as a batch's sleep may wait), not twenty.
+    ['type', 'more than 60 s of typing', { text: 'x'.repeat(5001) }, 'text'],
+    [
+      'batch',
+      'more than 300 s of sleeps',
+      { actions: Array.from({ length: 6 }, () => ({ type: 'sleep', sleep: { duration_ms: 60_000 } })) },
+      'actions',
+    ],
+    ['batch', 'more than 60 s of typing in one action', { actions: [{ type: 'type_text', type_text: { text: 'ab', delay: 30_001 } }] }, 'actions.0'],
     ['screenshot', 'a region off the screen', { region: { x: 0, y: 0, width: 1025, height: 10 } }, 'region'],
     ['batch', 'an action without its parameters', { actions: [{ type: 'scroll' }] }, 'actions.0.scroll'],
   ];

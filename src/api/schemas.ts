@@ -564,8 +564,15 @@ export type MoveMouseBody = Static<typeof MoveMouseSchema>;
 
 export const TypeTextSchema = Type.Object(
   {
-    text: Type.String({ description: 'Text to type; non-ASCII text is inserted as text' }),
-    delay: Type.Optional(Type.Integer({ minimum: 0, default: 12, description: 'Milliseconds between keystrokes' })),
+    text: Type.String({ maxLength: 10_000, description: 'Text to type; non-ASCII text is inserted as text' }),
+    delay: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 60_000,
+        default: 12,
+        description: 'Milliseconds between keystrokes; the whole text must type within 60 s',
+      }),
+    ),
   },
   strict,
 );
@@ -621,7 +628,12 @@ export const ComputerActionSchema = Type.Object(
 export type ComputerAction = Static<typeof ComputerActionSchema>;
 
 export const BatchSchema = Type.Object(
-  { actions: Type.Array(ComputerActionSchema, { description: 'Run in order; the first error stops the batch' }) },
+  {
+    actions: Type.Array(ComputerActionSchema, {
+      maxItems: 1000,
+      description: 'Run in order; the first error stops the batch. Its sleeps and typing may take 300 s in all',
+    }),
+  },
   strict,
 );
 export type BatchBody = Static<typeof BatchSchema>;

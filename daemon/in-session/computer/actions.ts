@@ -1,4 +1,5 @@
 import type {
+  BatchBody,
   ClickMouseBody,
   ComputerAction,
   DragMouseBody,
@@ -61,8 +62,34 @@ export function moveOps(b: MoveMouseBody, screen: Screen): Op[] {
   return movePlan({ x: b.x, y: b.y, keys: resolveKeys(b.hold_keys, 'hold_keys') });
 }
 
+/** The longest one type action may take, as a batch's sleep: a request that types for twenty minutes is a hang to its client. */
+const MAX_TYPING_MS = 60_000;
+
 export function typeOps(b: TypeTextBody): Op[] {
-  return [{ op: 'type', text: b.text, delayMs: b.delay ?? 12 }];
+  const delayMs = b.delay ?? 12;
+  const takes = [...b.text].length * delayMs;
+  if (takes > MAX_TYPING_MS) {
+    throw BadRequestError.field(
+      'text',
+      `${[...b.text].length} characters ${delayMs} ms apart would take ${Math.ceil(takes / 1000)} s to type; at most 60 s per action (send less at a time, or a smaller delay)`,
+    );
+  }
+  return [{ op: 'type', text: b.text, delayMs }];
+}
+
+/** The longest a batch may wait and type in all (its sleeps and typing), so no batch holds a session's input for hours. */
+const MAX_BATCH_MS = 300_000;
+
+/** Refuses a batch whose sleeps and typing alone would take longer than MAX_BATCH_MS, before any of it runs. */
+export function checkBatchLength(body: BatchBody): void {
+  let ms = 0;
+  for (const a of body.actions) {
+    if (a.type === 'sleep') ms += a.sleep?.duration_ms ?? 0;
+    if (a.type === 'type_text' && a.type_text) ms += [...a.type_text.text].length * (a.type_text.delay ?? 12);
+  }
+  if (ms > MAX_BATCH_MS) {
+    throw BadRequestError.field('actions', `its sleeps and typing would take ${Math.ceil(ms / 1000)} s; at most ${MAX_BATCH_MS / 1000} s per batch`);
+  }
 }
 
 export function pressKeyOps(b: PressKeyBody): Op[] {

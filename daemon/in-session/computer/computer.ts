@@ -4,7 +4,7 @@ import { KeyedSerialQueue } from '../../lib/serial-queue.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { LiveSession } from '../../sessions/live-session.js';
 import type { OrgRecord } from '../../lib/owned-records.js';
-import { actionOps, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
+import { actionOps, checkBatchLength, clickOps, dragOps, moveOps, pressKeyOps, screenshotRect, scrollOps, typeOps } from './actions.js';
 import type { BoxProcess } from '../../box/box.js';
 import type { InputBackend } from './backend.js';
 import { readClipboard, writeClipboard } from './clipboard.js';
@@ -69,6 +69,7 @@ export class ComputerControl {
 
   /** Actions run in order under one hold of the lock; the first failure stops the batch. */
   batch(org: OrgRecord, id: string, body: S.BatchBody): Promise<void> {
+    checkBatchLength(body);
     return this.sessions.withSession(org, id, (session) =>
       this.locks.run(session.id, async () => {
         const backend = this.backend(session);
