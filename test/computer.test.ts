@@ -350,6 +350,23 @@ describe('computer control rules', () => {
     ['click_mouse', 'num_clicks 0', { x: 1, y: 1, num_clicks: 0 }, 'num_clicks'],
     ['press_key', 'no keys', { keys: [] }, 'keys'],
     ['press_key', 'an unknown key', { keys: ['ctrl+nokey'] }, 'keys.0'],
+    // Valid-looking input that would hold the request for hours: refused before it starts.
+    ['scroll', '2^53 notches', { x: 1, y: 1, delta_y: 2 ** 53 + 1 }, 'delta_y'],
+    ['click_mouse', '101 clicks', { x: 1, y: 1, num_clicks: 101 }, 'num_clicks'],
+    ['press_key', 'two keys held 30 s each', { keys: ['a', 'b'], duration: 30_001 }, 'duration'],
+    [
+      'drag_mouse',
+      'more than 60 s of moves',
+      {
+        path: [
+          [1, 1],
+          [2, 2],
+        ],
+        steps_per_segment: 100,
+        step_delay_ms: 601,
+      },
+      'step_delay_ms',
+    ],
     ['type', 'no text', {}, 'text'],
     ['type', 'more than 10,000 characters', { text: 'x'.repeat(10_001), delay: 0 }, 'text'],
     // 5,001 keys 12 ms apart: a minute of typing (as a batch's sleep may wait), not twenty.

@@ -507,23 +507,34 @@ export const FileInfoSchema = Type.Object({
 // Coordinates inside the screen and key names are checked by the daemon (daemon/computer/).
 const Coordinate = (description: string) => Type.Integer({ minimum: 0, description });
 const HoldKeysSchema = Type.Array(Type.String({ minLength: 1 }), {
+  maxItems: 16,
   description: 'Keys held during the action: ctrl, control, alt, shift, super, meta (any case) or X keysyms (Control_L, Shift_R, ...)',
 });
 const SmoothFields = {
   smooth: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; rbrowse moves in straight steps' })),
-  duration_ms: Type.Optional(Type.Integer({ minimum: 0, description: 'Accepted for compatibility; used only with smooth' })),
+  duration_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000, description: 'Accepted for compatibility; used only with smooth' })),
 };
 
 export const DragMouseSchema = Type.Object(
   {
     path: Type.Array(Type.Array(Type.Integer(), { minItems: 2, maxItems: 2 }), {
       minItems: 2,
+      maxItems: 1000,
       description: '[x, y] points to move through while the button is held; at least 2',
     }),
     button: Type.Optional(Type.Enum(['left', 'middle', 'right'], { default: 'left' })),
-    delay: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Milliseconds between button down and the first move' })),
-    steps_per_segment: Type.Optional(Type.Integer({ minimum: 1, default: 10, description: 'Relative moves per path segment' })),
-    step_delay_ms: Type.Optional(Type.Integer({ minimum: 0, default: 50, description: 'Milliseconds between relative moves' })),
+    delay: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 60_000, default: 0, description: 'Milliseconds between button down and the first move' }),
+    ),
+    steps_per_segment: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'Relative moves per path segment' })),
+    step_delay_ms: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 60_000,
+        default: 50,
+        description: 'Milliseconds between relative moves; the whole drag must take at most 60 s',
+      }),
+    ),
     hold_keys: Type.Optional(HoldKeysSchema),
     ...SmoothFields,
   },
@@ -535,8 +546,12 @@ export const ScrollSchema = Type.Object(
   {
     x: Coordinate('Where to scroll'),
     y: Coordinate('Where to scroll'),
-    delta_x: Type.Optional(Type.Integer({ default: 0, description: 'Wheel notches; positive scrolls right, negative left' })),
-    delta_y: Type.Optional(Type.Integer({ default: 0, description: 'Wheel notches; positive scrolls down, negative up' })),
+    delta_x: Type.Optional(
+      Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Wheel notches; positive scrolls right, negative left' }),
+    ),
+    delta_y: Type.Optional(
+      Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Wheel notches; positive scrolls down, negative up' }),
+    ),
     hold_keys: Type.Optional(HoldKeysSchema),
   },
   strict,
@@ -549,7 +564,7 @@ export const ClickMouseSchema = Type.Object(
     y: Coordinate('Where to click'),
     button: Type.Optional(Type.Enum(['left', 'right', 'middle', 'back', 'forward'], { default: 'left' })),
     click_type: Type.Optional(Type.Enum(['down', 'up', 'click'], { default: 'click' })),
-    num_clicks: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+    num_clicks: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 1 })),
     hold_keys: Type.Optional(HoldKeysSchema),
   },
   strict,
@@ -582,9 +597,12 @@ export const PressKeySchema = Type.Object(
   {
     keys: Type.Array(Type.String({ minLength: 1 }), {
       minItems: 1,
+      maxItems: 100,
       description: 'xdotool key names or combinations, pressed in order: Return, F5, ctrl+t, Ctrl+Shift+Tab',
     }),
-    duration: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Milliseconds to hold each; 0 taps' })),
+    duration: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 60_000, default: 0, description: 'Milliseconds to hold each; 0 taps; all of them at most 60 s' }),
+    ),
     hold_keys: Type.Optional(HoldKeysSchema),
   },
   strict,

@@ -14,6 +14,14 @@ import { resolveCombo, resolveKeys } from './keys.js';
 import { checkPoint, clickPlan, dragPlan, movePlan, pressKeyPlan, scrollPlan, type Op, type Screen } from './plan.js';
 import type { Rect } from './backend.js';
 
+/**
+ * The longest one action may take (typing, a drag, keys held), as a batch's sleep: a request that
+ * types for twenty minutes is a hang to its client.
+ */
+const MAX_ACTION_MS = 60_000;
+/** Relative moves of one drag. */
+const MAX_MOVES = 10_000;
+
 /*
  * Request bodies to op plans: the checks the schema cannot make (screen bounds, key names, a
  * scroll of nothing) answer 400 naming the field; defaults are the schema's, repeated here so a
@@ -27,6 +35,10 @@ export function dragOps(b: DragMouseBody, screen: Screen): Op[] {
     return [p[0]!, p[1]!] as const;
   });
   if (path.length < 2) throw BadRequestError.field('path', 'needs at least 2 points');
+  const moves = (path.length - 1) * (b.steps_per_segment ?? 10);
+  if (moves > MAX_MOVES) throw BadRequestError.field('steps_per_segment', `${moves} moves in all; at most ${MAX_MOVES} per drag`);
+  const takes = (b.delay ?? 0) + moves * (b.step_delay_ms ?? 50);
+  if (takes > MAX_ACTION_MS) throw BadRequestError.field('step_delay_ms', `the drag would take ${Math.ceil(takes / 1000)} s; at most 60 s`);
   return dragPlan({
     path,
     button: b.button ?? 'left',
@@ -62,13 +74,10 @@ export function moveOps(b: MoveMouseBody, screen: Screen): Op[] {
   return movePlan({ x: b.x, y: b.y, keys: resolveKeys(b.hold_keys, 'hold_keys') });
 }
 
-/** The longest one type action may take, as a batch's sleep: a request that types for twenty minutes is a hang to its client. */
-const MAX_TYPING_MS = 60_000;
-
 export function typeOps(b: TypeTextBody): Op[] {
   const delayMs = b.delay ?? 12;
   const takes = [...b.text].length * delayMs;
-  if (takes > MAX_TYPING_MS) {
+  if (takes > MAX_ACTION_MS) {
     throw BadRequestError.field(
       'text',
       `${[...b.text].length} characters ${delayMs} ms apart would take ${Math.ceil(takes / 1000)} s to type; at most 60 s per action (send less at a time, or a smaller delay)`,
@@ -93,6 +102,9 @@ export function checkBatchLength(body: BatchBody): void {
 }
 
 export function pressKeyOps(b: PressKeyBody): Op[] {
+  const takes = b.keys.length * (b.duration ?? 0);
+  if (takes > MAX_ACTION_MS)
+    throw BadRequestError.field('duration', `${b.keys.length} keys held ${b.duration} ms each would take ${Math.ceil(takes / 1000)} s; at most 60 s`);
   return pressKeyPlan({
     combos: b.keys.map((combo, i) => resolveCombo(combo, `keys.${i}`)),
     durationMs: b.duration ?? 0,
