@@ -85,19 +85,34 @@ async function via(page: Page, path: string): Promise<string> {
   return (await page.textContent('#via')) ?? '';
 }
 
-/** Opens a websocket to TEST_HOST in the page (a CONNECT tunnel through the proxies) and returns what it said. */
-async function openSocket(page: Page): Promise<string> {
-  return page.evaluate(
-    (host) =>
-      new Promise<string>((resolve, reject) => {
-        const ws = new WebSocket(`ws://${host}/ws`);
-        (window as any).__ws = { closed: false };
-        ws.onmessage = (e) => resolve(String(e.data));
-        ws.onerror = () => reject(new Error('websocket failed'));
-        ws.onclose = () => ((window as any).__ws.closed = true);
-      }),
-    TEST_HOST,
-  );
+/**
+ * Opens a websocket to TEST_HOST in the page (a CONNECT tunnel through the proxies) and returns what
+ * it said. A failure says how the socket closed and what the proxy expected to serve it had seen
+ * (CI-like run 50 saw this fail once, with nothing else to go on).
+ */
+async function openSocket(page: Page, proxy: FixtureProxy): Promise<string> {
+  const started = Date.now();
+  return page
+    .evaluate(
+      (host) =>
+        new Promise<string>((resolve, reject) => {
+          const ws = new WebSocket(`ws://${host}/ws`);
+          (window as any).__ws = { closed: false };
+          let failed = false;
+          ws.onmessage = (e) => resolve(String(e.data));
+          ws.onerror = () => (failed = true);
+          ws.onclose = (e) => {
+            (window as any).__ws.closed = true;
+            if (failed) reject(new Error(`websocket failed (close ${e.code}${e.reason ? ` ${e.reason}` : ''})`));
+          };
+        }),
+      TEST_HOST,
+    )
+    .catch((err: Error) => {
+      throw new Error(
+        `${err.message} after ${Date.now() - started} ms; ${proxy.label} saw ${JSON.stringify(proxy.seen.slice(-4))}, ${proxy.challenges} challenges`,
+      );
+    });
 }
 
 /** The command lines and environments of every process of the daemon's sessions. */
@@ -322,7 +337,7 @@ describe('sessions through proxies', () => {
       assert.equal((await page.goto(`${pages.url}/hello.html`))?.status(), 200);
       assert.ok(!alice.seen.some((r) => r.includes('hello.html')), 'the loopback page went direct');
 
-      assert.equal(await openSocket(page), 'alice', 'a websocket tunnels through the proxy');
+      assert.equal(await openSocket(page, alice), 'alice', 'a websocket tunnels through the proxy');
       assert.equal(alice.openSockets(), 1);
 
       // Swap to bob: the websocket's tunnel through alice is closed, new traffic goes to bob.
@@ -332,7 +347,7 @@ describe('sessions through proxies', () => {
       const aliceBefore = alice.seen.length;
       assert.equal(await via(page, '/two'), 'bob');
       assert.ok(bob.seen.includes(`GET http://${TEST_HOST}/two`));
-      assert.equal(await openSocket(page), 'bob');
+      assert.equal(await openSocket(page, bob), 'bob');
       assert.ok(bob.seen.includes(`CONNECT ${TEST_HOST}:80`));
       assert.ok(!alice.seen.slice(aliceBefore).some((r) => r.includes('/two') || r.startsWith('CONNECT')), 'alice sees none of it');
 
@@ -395,7 +410,7 @@ describe('sessions through proxies', () => {
       assert.equal((await patchProxy(s.session_id, tls.id)).proxy_id, tls.id);
       assert.equal(await via(page, '/tls'), 'carol');
       assert.ok(carol.seen.includes(`GET http://${TEST_HOST}/tls`));
-      assert.equal(await openSocket(page), 'carol', 'a tunnel through the TLS proxy');
+      assert.equal(await openSocket(page, carol), 'carol', 'a tunnel through the TLS proxy');
       assert.equal(carol.challenges, 0);
 
       // bypass_hosts go direct, the rest through the proxy.
