@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium } from 'playwright';
 import { PNG } from 'pngjs';
 import type { ReplResult } from '../src/api/repl.js';
-import { startTestDaemon, type TestDaemon } from './helpers/daemon.js';
+import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 let d: TestDaemon;
 let id: string;
@@ -229,6 +229,20 @@ describe('browser REPL', () => {
       assert.equal(bad.status, 400, `${JSON.stringify(body)}: ${bad.text}`);
       assert.equal(bad.body.code, 'bad_request');
     }
+  });
+
+  test('between calls the REPL holds no connection to the browser: a session used only through it still times out when idle', async () => {
+    const idle = (await d.api('POST', '/browsers', { headless: true, timeout_seconds: 10 })).body;
+    const r = await d.api('POST', `/browsers/${idle.session_id}/repl`, { code: 'const info = await pageInfo(); repl.write(info.url)' });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.success, true, r.body.error);
+    const again = await d.api('POST', `/browsers/${idle.session_id}/repl`, { code: 'repl.write((await currentTab()).url + " " + info.url)' });
+    assert.equal(textOf(again.body), 'about:blank about:blank', 'the next call attaches to the same tab again, its bindings kept');
+    await waitFor(
+      async () => Boolean((await d.api('GET', `/browsers/${idle.session_id}?include_deleted=true`)).body.deleted_at),
+      45_000,
+      'the idle session to time out',
+    );
   });
 
   test('the CLI prints the output in order, saves images and exits 1 on an error', async () => {

@@ -157,16 +157,32 @@ async function connection() {
     track(event);
     for (const w of waiters) w(event);
   });
-  c.on('disconnect', () => {
-    if (client === c) {
-      client = undefined;
-      attached = undefined;
-      pages.clear();
-      sessions.clear();
-    }
-  });
+  c.on('disconnect', () => forget(c));
   client = c;
   return c;
+}
+
+/** The tab attached when the connection went: attached again on the next use. */
+let lastTargetId;
+
+function forget(c) {
+  if (client !== c) return;
+  client = undefined;
+  if (attached) lastTargetId = attached.targetId;
+  attached = undefined;
+  pages.clear();
+  sessions.clear();
+}
+
+/**
+ * Between calls the REPL holds no DevTools connection: an open one keeps a session active, as
+ * any client's does, and a session left with a REPL would never reach its inactivity timeout.
+ */
+async function letGo() {
+  const c = client;
+  if (!c) return;
+  forget(c);
+  await c.close().catch(() => {});
 }
 
 function track({ method, params, sessionId }) {
@@ -237,7 +253,11 @@ async function currentTab() {
 
 async function ensureRealTab() {
   const open = (await targets()).filter((t) => t.type === 'page');
-  if (attached && open.some((t) => t.targetId === attached.targetId)) return currentTab();
+  const kept = attached?.targetId ?? lastTargetId;
+  if (kept && open.some((t) => t.targetId === kept)) {
+    if (!attached) await switchTab(kept);
+    return currentTab();
+  }
   const real = open.find((t) => !isInternal(t.url)) ?? open[0];
   if (!real) return null;
   await switchTab(real.targetId);
@@ -769,8 +789,11 @@ for await (const text of input) {
     answers({ ready: true });
     continue;
   }
-  if (message.define !== undefined) answers(await answer(message.seq, async () => ({ definitions: define(message.define) })));
-  else if (message.tool) answers(await answer(message.seq, async () => ({ output: await callTool(message.tool) })));
-  else answers(await run(message));
+  let reply;
+  if (message.define !== undefined) reply = await answer(message.seq, async () => ({ definitions: define(message.define) }));
+  else if (message.tool) reply = await answer(message.seq, async () => ({ output: await callTool(message.tool) }));
+  else reply = await run(message);
+  await letGo();
+  answers(reply);
 }
 process.exit(0);
