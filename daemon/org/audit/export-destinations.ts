@@ -114,7 +114,8 @@ export class AuditExportDestinations {
       next_attempt_at: null,
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
-      cursor_ms: now.getTime(),
+      // After the creating call: its own entry (received in this millisecond or before) is not delivered.
+      cursor_ms: now.getTime() + 1,
     };
     await this.deps.store.update((s) => void s.audit_export_destinations.push(record));
     return this.view(record);
@@ -147,7 +148,7 @@ export class AuditExportDestinations {
         r.status = body.status;
         // Resuming delivers from now on: what was recorded while paused is never exported.
         if (body.status === 'active') {
-          r.cursor_ms = now.getTime();
+          r.cursor_ms = now.getTime() + 1;
           r.consecutive_failures = 0;
           r.next_attempt_at = null;
         }

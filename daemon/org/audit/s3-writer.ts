@@ -16,6 +16,8 @@ export interface RoleCredentials extends AwsCredentialIdentity {
 
 /** Assumed-role sessions last this long; they are renewed a minute before. */
 const SESSION_SECONDS = 900;
+/** No AWS call waits longer (the SDK's default is forever): a black-holed endpoint must not hold a test call or the daemon's stop. */
+const TIMEOUTS = { requestHandler: { connectionTimeout: 5_000, requestTimeout: 10_000 } };
 
 /**
  * Writes objects into organizations' buckets with the AWS SDK: the role is assumed through STS
@@ -49,6 +51,7 @@ export class S3Writer {
       credentials,
       ...(this.opts.s3Endpoint ? { endpoint: this.opts.s3Endpoint, forcePathStyle: true } : {}),
       maxAttempts: 2,
+      ...TIMEOUTS,
     });
     try {
       await client.send(
@@ -69,7 +72,12 @@ export class S3Writer {
   private assume(key: string, target: S3Target): Promise<RoleCredentials> {
     const session = (async () => {
       const { STSClient, AssumeRoleCommand } = await import('@aws-sdk/client-sts');
-      const client = new STSClient({ region: target.region, ...(this.opts.stsEndpoint ? { endpoint: this.opts.stsEndpoint } : {}), maxAttempts: 2 });
+      const client = new STSClient({
+        region: target.region,
+        ...(this.opts.stsEndpoint ? { endpoint: this.opts.stsEndpoint } : {}),
+        maxAttempts: 2,
+        ...TIMEOUTS,
+      });
       try {
         const { Credentials: c } = await client.send(
           new AssumeRoleCommand({
