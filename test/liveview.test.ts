@@ -331,12 +331,19 @@ describe('live view of a headless session', () => {
       await readOnly.close();
 
       // The view follows what the browser shows: a page navigated to another colour shows it.
+      // A failure says whether frames stopped coming or came stale (CI-like runs saw it twice).
+      const drawnBefore = await view.evaluate(() => (window as any).frames_drawn as number);
       await page.setContent('<body style="margin:0;background:rgb(30,160,170)"></body>');
+      let seen: number[] = [];
       await waitFor(
-        async () => close((await screencastPixels(view, [[w / 2, h / 2]]))[0]!, [30, 160, 170], 16),
+        async () => close((seen = (await screencastPixels(view, [[w / 2, h / 2]]))[0]!), [30, 160, 170], 16),
         10_000,
         'the new page on the canvas',
-      );
+      ).catch(async (err: Error) => {
+        const drawn = await view.evaluate(() => (window as any).frames_drawn as number);
+        const state = await view.evaluate(() => document.body.dataset.state);
+        throw new Error(`${err.message}: ${drawn - drawnBefore} frames drawn since, the canvas shows ${seen}, the viewer is ${state}`);
+      });
     } finally {
       await view.close();
       await cdp.close();
