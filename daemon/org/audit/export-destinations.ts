@@ -66,6 +66,8 @@ const gzipped = promisify(gzip);
  */
 export class AuditExportDestinations {
   private readonly deliveries = new KeyedSerialQueue();
+  /** Destinations with a delivery under way: a slow one is not queued again at every tick. */
+  private readonly delivering = new Set<string>();
   private timer?: NodeJS.Timeout;
   private readonly s3: S3Writer;
 
@@ -188,8 +190,15 @@ export class AuditExportDestinations {
   async deliverDue(now = Date.now()): Promise<void> {
     await Promise.all(
       this.records
-        .filter((r) => r.status === 'active' && (!r.next_attempt_at || Date.parse(r.next_attempt_at) <= now))
-        .map((r) => this.deliveries.run(r.id, () => this.deliver(r.id))),
+        .filter((r) => r.status === 'active' && (!r.next_attempt_at || Date.parse(r.next_attempt_at) <= now) && !this.delivering.has(r.id))
+        .map(async (r) => {
+          this.delivering.add(r.id);
+          try {
+            await this.deliveries.run(r.id, () => this.deliver(r.id));
+          } finally {
+            this.delivering.delete(r.id);
+          }
+        }),
     );
   }
 
