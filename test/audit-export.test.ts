@@ -3,7 +3,7 @@
 // implementation on this machine (s3rver); STS is a local receiver that records each AssumeRole
 // and hands out that S3's credentials, so an object that lands proves the assumed role wrote it.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -185,6 +185,23 @@ describe('audit-log export destinations', () => {
     await new Promise((r) => setTimeout(r, 2500));
     const resumed = await delivered('live');
     assert.equal(posts(resumed.rows), 2, 'the one made while paused is not there');
+    await d.api('DELETE', `/audit-logs/export/destinations/${dest.id}`);
+  });
+
+  test('an idle destination leaves the state file alone; a delivery moves its cursor', async () => {
+    const dest = (await create({ ...base, prefix: 'idle' })).body;
+    const cursor = async () => {
+      const state = JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
+      return state.audit_export_destinations.find((r: { id: string }) => r.id === dest.id).cursor_ms as number;
+    };
+    const created = await cursor();
+    // Ticks every second with nothing of the organization's to deliver: no write.
+    await new Promise((r) => setTimeout(r, 3500));
+    assert.equal(await cursor(), created, 'an empty window is not written');
+    // Control: a call is delivered, and the cursor written past it.
+    await d.api('POST', '/profiles', { name: 'after-idle' });
+    await waitFor(async () => (await delivered('idle')).rows.some((r) => r.path === '/profiles'), 30_000, 'the call delivered');
+    await waitFor(async () => (await cursor()) > created, 10_000, 'the cursor moved');
     await d.api('DELETE', `/audit-logs/export/destinations/${dest.id}`);
   });
 

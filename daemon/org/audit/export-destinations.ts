@@ -54,6 +54,12 @@ export const auditExportSettingsFromEnv = (env: NodeJS.ProcessEnv = process.env)
 const ROWS_PER_OBJECT = 10_000;
 /** Retries back off up to this. */
 const MAX_BACKOFF_MS = 15 * 60 * 1000;
+/**
+ * An empty window leaves a healthy destination's stored cursor where it is (the next window starts
+ * there and finds the same nothing), so an idle destination does not rewrite the state file at
+ * every tick; the cursor is still moved when it falls this far behind.
+ */
+const IDLE_CURSOR_WRITE_MS = 60 * 60 * 1000;
 const gzipped = promisify(gzip);
 
 /**
@@ -211,6 +217,8 @@ export class AuditExportDestinations {
     const from = record.cursor_ms;
     try {
       const rows = await this.deps.audit.between(record.org_id, from, windowEnd);
+      const healthy = record.consecutive_failures === 0 && record.next_attempt_at === null;
+      if (!rows.length && healthy && windowEnd - from < IDLE_CURSOR_WRITE_MS) return;
       if (rows.length) {
         const target = this.targetOf(record);
         const credentials = await this.s3.assumeRole(target);
