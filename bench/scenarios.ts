@@ -7,7 +7,7 @@ import { resolveChromium } from '../src/system-deps.js';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { boxProcess, CdpClient, directWsUrl } from './cdp.js';
+import { boxProcess, directWsUrl } from './cdp.js';
 import { RawChromiums } from './raw.js';
 
 export interface BenchContext {
@@ -213,65 +213,67 @@ export interface RoundTrips {
   splice: number[];
 }
 
-/** Times `count` sequential calls over one path. */
-type CallTimer = (count: number) => Promise<number[]>;
+/** A bench/cdp-timer.ts process: one round of `calls` per path it times, on request. */
+interface TimerProcess {
+  round(calls: number): Promise<Record<string, number[]>>;
+  stop(): void;
+}
 
-/** A CDP client attached to the page over `url`; added to `clients` so the caller closes it. */
-async function attachedClient(url: string, clients: CdpClient[]): Promise<CallTimer> {
-  const client = await CdpClient.connect(url);
-  clients.push(client);
-  const sessionId = await client.attachToPage();
-  return (count) => client.timeEvaluate(sessionId, count);
+async function startTimer(command: string, args: string[]): Promise<TimerProcess> {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const next = async () => (await lines.next()).value as string;
+  const stop = () => {
+    child.stdin!.end();
+    child.kill('SIGKILL');
+  };
+  if ((await next()) !== 'ready') {
+    stop();
+    throw new Error('bench/cdp-timer.ts did not start');
+  }
+  return {
+    round: async (calls) => {
+      child.stdin!.write(`${JSON.stringify({ calls })}\n`);
+      return JSON.parse(await next()) as Record<string, number[]>;
+    },
+    stop,
+  };
 }
 
 /**
  * Runtime.evaluate("1+1") round trips through the gateway against the same session's Chromium
  * reached directly, through a bare relay and through a TCP splice: one browser, one page, so the
  * only difference is what sits in the path. Its DevTools port is in its box's network, so those
- * three run there (bench/inside.ts, entered with nsenter); the gateway's client runs here.
+ * three are timed there (bench/cdp-timer.ts, entered with nsenter); the gateway's by the same
+ * timer in a process of its own here.
  */
 export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<RoundTrips> {
   const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
-  const clients: CdpClient[] = [];
-  const inside = spawn(
-    'nsenter',
-    [
-      `--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`,
-      '--',
-      process.execPath,
-      ...process.execArgv,
-      fileURLToPath(new URL('./inside.ts', import.meta.url)),
-      await directWsUrl(ctx.daemon, session.session_id),
-    ],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
+  const timer = fileURLToPath(new URL('./cdp-timer.ts', import.meta.url));
+  const timers: TimerProcess[] = [];
   try {
-    const lines = createInterface({ input: inside.stdout! })[Symbol.asyncIterator]();
-    const next = async () => (await lines.next()).value as string;
-    if ((await next()) !== 'ready') throw new Error('bench/inside.ts did not start');
-    const gateway = await attachedClient(session.cdp_ws_url, clients);
-    const insideRound = async (calls: number) => {
-      inside.stdin!.write(`${JSON.stringify({ calls })}\n`);
-      return JSON.parse(await next()) as Omit<RoundTrips, 'gateway'>;
-    };
-    await gateway(o.warmupCalls);
-    await insideRound(o.warmupCalls);
+    const boxNet = `--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`;
+    const direct = await directWsUrl(ctx.daemon, session.session_id);
+    const inside = await startTimer('nsenter', [boxNet, '--', process.execPath, ...process.execArgv, timer, direct, '--relays']);
+    timers.push(inside);
+    const outside = await startTimer(process.execPath, [...process.execArgv, timer, session.cdp_ws_url]);
+    timers.push(outside);
+    await outside.round(o.warmupCalls);
+    await inside.round(o.warmupCalls);
     const out: RoundTrips = { gateway: [], direct: [], bareRelay: [], splice: [] };
-    // Samples are per call, pooled over rounds; each round runs the gateway first or last in turn.
+    // Samples are per call, pooled over rounds; each round times the gateway first or last in turn.
     for (let round = 0; round < o.rounds; round++) {
       const first = round % 2 === 0;
-      if (first) out.gateway.push(...(await gateway(o.callsPerRound)));
-      const r = await insideRound(o.callsPerRound);
-      if (!first) out.gateway.push(...(await gateway(o.callsPerRound)));
-      out.direct.push(...r.direct);
-      out.bareRelay.push(...r.bareRelay);
-      out.splice.push(...r.splice);
+      if (first) out.gateway.push(...(await outside.round(o.callsPerRound)).gateway!);
+      const r = await inside.round(o.callsPerRound);
+      if (!first) out.gateway.push(...(await outside.round(o.callsPerRound)).gateway!);
+      out.direct.push(...r.direct!);
+      out.bareRelay.push(...r.bareRelay!);
+      out.splice.push(...r.splice!);
     }
     return out;
   } finally {
-    for (const c of clients) c.close();
-    inside.stdin!.end();
-    inside.kill('SIGKILL');
+    for (const t of timers) t.stop();
     await deleteSession(ctx.daemon, session.session_id);
   }
 }
