@@ -1,32 +1,27 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Writable } from 'node:stream';
 import * as ws from 'ws';
 import { BadRequestError } from '../../../src/errors.js';
 import { devToolsGet, type DevToolsEndpoint } from '../../browser/chromium.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { LiveSession } from '../../sessions/live-session.js';
 import type { Telemetry } from '../../features/telemetry/telemetry.js';
-import { MAX_CLIENT_MESSAGE, RECEIVER_CAPS, TOO_BIG, type OriginCheck, type WebsocketLimits } from '../websocket-limits.js';
+import { ClientFrames } from '../../lib/websocket-client-frames.js';
+import { MAX_CLIENT_MESSAGE, TOO_BIG, type OriginCheck, type WebsocketLimits } from '../websocket-limits.js';
 import { CDP_PATH } from '../../sessions/gateway-paths.js';
 
-/** ws's frame reader and writer: exported by ws (Receiver, Sender), untyped in @types/ws. */
+/** ws's frame writer: exported by ws, untyped in @types/ws. */
 interface WsFraming {
-  Receiver: new (o: {
-    isServer: boolean;
-    maxPayload: number;
-    skipUTF8Validation: boolean;
-    maxBufferedChunks: number;
-    maxFragments: number;
-  }) => Writable;
   Sender: { frame(data: Buffer, o: { fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean }): Buffer[] };
 }
-const { Receiver, Sender } = ws as unknown as WsFraming;
+const { Sender } = ws as unknown as WsFraming;
 
 /** How long a connection whose client sent Browser.close waits for the answer before it is cut anyway. */
 const CLOSE_ANSWER_MS = 2000;
-const OPCODES = { text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
+const OPCODES = { text: 0x1, close: 0x8 } as const;
+/** The longest Browser.close command looked for (a command carries its id and maybe a sessionId). */
+const BROWSER_CLOSE_MAX = 512;
 /** Chromium's answer to any close frame: code 1000, no reason; then it hangs up. */
 const CHROMIUM_CLOSE = Buffer.from([0x88, 0x02, 0x03, 0xe8]);
 /** How long a refused connection waits for Chromium's close before it is cut anyway. */
@@ -44,10 +39,11 @@ export interface GatewayDeps {
  * The only way into a session's Chromium: checks the jwt before a byte reaches the browser, then
  * relays the connection. The client's own handshake is passed on to Chromium, whose answer goes
  * back unchanged, so the browser-to-client direction is a plain byte splice (no frame is parsed:
- * that is where the traffic is). Only the client-to-browser direction is read frame by frame,
- * with ws's own Receiver, so a client's Browser.close can end just that connection, never the
- * session, and so no client makes the daemon hold more than the websocket limits allow. Each
- * connection holds the session active while it is open.
+ * that is where the traffic is). The client-to-browser direction passes the client's own frames
+ * on unchanged too, its frame headers read as they go by (lib/websocket-client-frames.ts), so a
+ * client's Browser.close can end just that connection, never the session, a message past
+ * Chromium's limit is refused before its bytes are, and the daemon holds no message: at most an
+ * incomplete small command. Each connection holds the session active while it is open.
  */
 export class CdpGateway {
   constructor(private readonly deps: GatewayDeps) {}
@@ -102,18 +98,15 @@ export class CdpGateway {
   private relay(session: LiveSession, client: Duplex, upstream: Socket, head: Buffer, admitted: () => void): void {
     let closed = false;
     const opened = Date.now();
-    let messages = 0;
     let clientClosing = false;
     /** Set once the daemon refused the client (1009): the bytes that end the connection. */
     let refusal: ((tail: Buffer) => Buffer) | undefined;
     this.deps.telemetry.record(session.id, { type: 'cdp_connect', category: 'connection', source: { kind: 'kernel_api' } });
-    const receiver = new Receiver({ isServer: true, maxPayload: MAX_CLIENT_MESSAGE, skipUTF8Validation: true, ...RECEIVER_CAPS });
-    const held = this.deps.limits.tracker(receiver);
+    const frames = new ClientFrames({ maxMessage: MAX_CLIENT_MESSAGE, inspectUpTo: BROWSER_CLOSE_MAX, inspect: browserClose });
     const closeBoth = (reason: 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled' = 'client_close') => {
       if (closed) return;
       closed = true;
       release();
-      held.release();
       admitted();
       client.destroy();
       upstream.destroy();
@@ -122,7 +115,7 @@ export class CdpGateway {
         category: 'connection',
         source: { kind: 'kernel_api' },
         // message_count: the client's messages (the browser's reach it spliced, unparsed).
-        data: { duration_ms: Date.now() - opened, message_count: messages, reason },
+        data: { duration_ms: Date.now() - opened, message_count: frames.messages, reason },
       });
     };
     // Cut by the daemon: the session ended, or its browser restarted in place.
@@ -144,7 +137,7 @@ export class CdpGateway {
       }
     };
     /**
-     * Refuses the client (a message too big, the daemon's buffer budget spent, a broken frame):
+     * Refuses the client (a message too big, a broken frame), between two of its frames:
      * the browser's side is closed with a close frame, and Chromium's answering close (always
      * 1000, then it hangs up) reaches the client carrying this code and reason instead. The
      * browser's frames before it pass unchanged; nothing more of the client's is passed on.
@@ -156,8 +149,6 @@ export class CdpGateway {
       client.off('data', onData);
       client.on('data', () => {});
       client.resume();
-      receiver.removeAllListeners();
-      held.release();
       const close = Buffer.concat(
         Sender.frame(Buffer.concat([Buffer.from([code >> 8, code & 0xff]), Buffer.from(reason)]), {
           fin: true,
@@ -185,30 +176,22 @@ export class CdpGateway {
       send(Buffer.from([code >> 8, code & 0xff]), OPCODES.close);
       setTimeout(() => closeBoth('client_close'), REFUSE_CLOSE_MS).unref();
     };
-    receiver.on('message', (data: Buffer, isBinary: boolean) => {
-      messages++;
-      held.update();
-      const close = isBinary ? undefined : browserClose(data);
-      if (close) return this.endOnAnswer(close, upstream, client, send, closeBoth);
-      send(data, isBinary ? OPCODES.binary : OPCODES.text);
-    });
-    receiver.on('ping', (data: Buffer) => send(data, OPCODES.ping));
-    receiver.on('pong', (data: Buffer) => send(data, OPCODES.pong));
-    // The client's close goes to Chromium, whose answering close frame reaches the client through the splice.
-    receiver.on('conclude', (code: number, reason: Buffer) => {
-      clientClosing = true;
-      const body = code === 1005 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([code >> 8, code & 0xff]), reason]);
-      send(body, OPCODES.close);
-      client.pause();
-    });
-    receiver.on('error', (err: Error & { code?: string }) =>
-      err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' || err.code === 'WS_ERR_TOO_MANY_BUFFERED_CHUNKS' || err.code === 'WS_ERR_TOO_MANY_FRAGMENTS'
-        ? refuse(TOO_BIG, `a message of the client passed ${MAX_CLIENT_MESSAGE / 2 ** 20} MiB (Chromium's own limit)`)
-        : refuse(1002, 'malformed websocket frame'),
-    );
     const onData = (chunk: Buffer) => {
-      receiver.write(chunk);
-      if (!held.update()) refuse(TOO_BIG, 'the daemon holds too many unfinished websocket messages; send smaller ones');
+      const { forward, stop } = frames.scan(chunk);
+      if (forward.length && !upstream.write(forward)) {
+        client.pause();
+        upstream.once('drain', () => client.resume());
+      }
+      if (!stop) return;
+      if (stop.kind === 'claimed') return this.endOnAnswer(stop.value, upstream, client, send, closeBoth);
+      if (stop.kind === 'refuse') {
+        return stop.code === TOO_BIG
+          ? refuse(TOO_BIG, `a message of the client passed ${MAX_CLIENT_MESSAGE / 2 ** 20} MiB (Chromium's own limit)`)
+          : refuse(1002, `malformed websocket frame: ${stop.reason}`);
+      }
+      // The client's close went to Chromium, whose answering close frame reaches the client through the splice.
+      clientClosing = true;
+      client.pause();
     };
     client.on('data', onData);
     if (head.length) onData(head);
@@ -260,7 +243,7 @@ export class CdpGateway {
 
 /** The id (and session) of a Browser.close command; the substring test keeps JSON.parse off the hot path. */
 function browserClose(data: Buffer): { id: number; sessionId?: string } | undefined {
-  if (data.length > 512 || !data.includes('"Browser.close"')) return undefined;
+  if (!data.includes('"Browser.close"')) return undefined;
   try {
     const msg = JSON.parse(data.toString('utf8')) as { id?: unknown; method?: unknown; sessionId?: unknown };
     if (msg.method !== 'Browser.close' || typeof msg.id !== 'number') return undefined;
