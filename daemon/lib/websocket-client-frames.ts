@@ -2,9 +2,10 @@
  * Reads a websocket client's byte stream frame by frame without taking it apart, so a relay can
  * pass the client's own masked frames on unchanged (RFC 6455 section 5.2) and still know where
  * each one starts. ws's Receiver, which the CDP gateway used, unmasks and gathers every message
- * whole, and its Sender masks it again: 25-40 µs of the daemon's CPU per CDP call here, where a
- * byte splice costs nothing more (npm run bench). No maintained library reads frame headers while
- * leaving the bytes alone, so this does, checking what ws's Receiver checks of a client's frames.
+ * whole, and its Sender masks it again: the gateway measured 1.16x a Node TCP splice that way and
+ * 1.07x this way (npm run bench, medians of 6 alternating runs). No maintained library reads frame
+ * headers while leaving the bytes alone, so this does, checking what ws's Receiver checks of a
+ * client's frames.
  *
  * What a scan holds back: an incomplete header (at most 14 bytes) and an incomplete small text
  * message that must be seen whole (`inspectUpTo`). Everything else is passed on as it arrives.

@@ -99,7 +99,7 @@ export class CdpGateway {
     let closed = false;
     const opened = Date.now();
     let clientClosing = false;
-    /** Set once the daemon refused the client (1009): the bytes that end the connection. */
+    /** Set once the daemon refused the client (1009, 1002): the bytes that end the connection. */
     let refusal: ((tail: Buffer) => Buffer) | undefined;
     this.deps.telemetry.record(session.id, { type: 'cdp_connect', category: 'connection', source: { kind: 'kernel_api' } });
     const frames = new ClientFrames({ maxMessage: MAX_CLIENT_MESSAGE, inspectUpTo: BROWSER_CLOSE_MAX, inspect: browserClose });
