@@ -2,7 +2,7 @@ import type { Static, TSchema } from 'typebox';
 import type { ErrorBody } from './errors.js';
 import type { Readable } from 'node:stream';
 import { formBody } from './form-body.js';
-import { exchange, type ExchangeBody } from './http-exchange.js';
+import { exchange, isFormData, type ExchangeBody } from './http-exchange.js';
 import { routes, type RouteDef, type BodyOf, type OperationId, type ParamsOf, type QueryOf, type ResponseOf, type Routes } from './api/routes.js';
 
 type FormOf<F> = F extends { files: readonly (infer N extends string)[]; fields: infer T extends TSchema } ? Static<T> & Record<N, Blob> : never;
@@ -118,7 +118,7 @@ export class RbrowseClient {
   /** The request body, its content type set in `headers` (a form's, with its boundary, by exchange()). */
   private body(def: RouteDef, body: unknown, headers: Record<string, string>): ExchangeBody {
     if (body === undefined) return undefined;
-    if (def.form || body instanceof FormData) return body instanceof FormData ? body : formBody(body as Record<string, unknown>);
+    if (def.form || isFormData(body)) return isFormData(body) ? body : formBody(body as Record<string, unknown>);
     headers['content-type'] = def.consumes ?? 'application/json';
     return def.consumes ? (body as Buffer | string | Readable) : JSON.stringify(body);
   }

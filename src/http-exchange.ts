@@ -11,6 +11,12 @@ export interface Exchange {
 export type ExchangeBody = string | Buffer | Readable | FormData | undefined;
 
 /**
+ * Whether `value` is a FormData, told by its tag: naming the FormData global (`instanceof`) loads
+ * Node's bundled fetch (undici), 35-40 ms of a short command's start-up, even for a JSON body.
+ */
+export const isFormData = (value: unknown): value is FormData => Object.prototype.toString.call(value) === '[object FormData]';
+
+/**
  * One HTTP request with Node's own http client, its whole answer read. The CLI's calls go through
  * here rather than fetch or the undici package: both cost a short command 25-30 ms just to load,
  * node:http about 3 ms. Idle keep-alive sockets are unreferenced by Node's agent, so they never
@@ -26,9 +32,7 @@ export async function exchange(
   const request = url.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
   let body = o.body;
   const headers = { ...o.headers };
-  // Only a FormData is left once the other kinds are ruled out: naming the FormData global loads
-  // Node's bundled fetch (undici), 35-40 ms of every short command's start-up.
-  if (body !== undefined && typeof body !== 'string' && !Buffer.isBuffer(body) && !(body instanceof Readable)) {
+  if (isFormData(body)) {
     const encoded = new Response(body);
     headers['content-type'] = encoded.headers.get('content-type')!;
     body = Readable.fromWeb(encoded.body! as WebReadableStream);
