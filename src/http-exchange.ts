@@ -12,7 +12,7 @@ export type ExchangeBody = string | Buffer | Readable | FormData | undefined;
 
 /**
  * Whether `value` is a FormData, told by its tag: naming the FormData global (`instanceof`) loads
- * Node's bundled fetch (undici), 35-40 ms of a short command's start-up, even for a JSON body.
+ * Node's bundled fetch (undici), about 20 ms of a short command's start-up, even for a JSON body.
  */
 export const isFormData = (value: unknown): value is FormData => Object.prototype.toString.call(value) === '[object FormData]';
 
