@@ -266,6 +266,55 @@ describe('the front door', () => {
     }
   });
 
+  test('a CDP frame the protocol forbids (unmasked) closes that connection with 1002 and says why; the session goes on', async () => {
+    const s = await headlessSession();
+    /** Opens the gateway's websocket by hand, sends `frames` raw and reads the close frame that comes back. */
+    const closeAfter = (frames: Buffer) =>
+      new Promise<{ code: number; reason: string }>((resolve, reject) => {
+        const url = new URL(s.cdp);
+        const socket = net.connect(Number(url.port), url.hostname);
+        let got = Buffer.alloc(0);
+        let upgraded = false;
+        socket.on('error', reject);
+        socket.on('connect', () =>
+          socket.write(
+            `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+              'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+          ),
+        );
+        socket.on('data', (chunk: Buffer) => {
+          got = Buffer.concat([got, chunk]);
+          if (!upgraded) {
+            const end = got.indexOf('\r\n\r\n');
+            if (end < 0) return;
+            assert.match(got.subarray(0, end).toString(), /^HTTP\/1.1 101/);
+            got = got.subarray(end + 4);
+            upgraded = true;
+            socket.write(frames);
+          }
+          // Chromium's frames may come first; the close frame (opcode 8, unmasked) is the last.
+          const at = got.lastIndexOf(0x88);
+          if (at >= 0 && got.length >= at + 2 && got.length >= at + 2 + got[at + 1]!) {
+            const body = got.subarray(at + 2, at + 2 + got[at + 1]!);
+            socket.destroy();
+            resolve({ code: body.readUInt16BE(0), reason: body.subarray(2).toString() });
+          }
+        });
+      });
+    try {
+      // Control: a masked close frame with code 4000 comes back as Chromium's own answer (1000).
+      const masked = Buffer.from([0x88, 0x82, 1, 2, 3, 4, 0x0f ^ 1, 0xa0 ^ 2]);
+      assert.equal((await closeAfter(masked)).code, 1000);
+      const unmasked = Buffer.concat([Buffer.from([0x81, 0x02]), Buffer.from('hi')]);
+      const refused = await closeAfter(unmasked);
+      assert.equal(refused.code, 1002);
+      assert.match(refused.reason, /masked/);
+      assert.match(await cdpVersion(s.cdp), /Chrome/);
+    } finally {
+      await d.api('DELETE', `/browsers/${s.id}`);
+    }
+  });
+
   test('a BiDi message past 100 MB and a live viewer message past 1 MB close with 1009; smaller ones pass', async () => {
     const res = await d.api('POST', '/browsers', { viewport: { width: 1024, height: 768 } });
     assert.equal(res.status, 200, res.text);
