@@ -54,6 +54,9 @@ async function step(
   argv: string[],
   opts: StepOptions & { timeoutMs: number; onLine?: (line: string) => void; resultFd?: boolean },
 ): Promise<{ code: number | null; result: Buffer }> {
+  // A cancel that came between two steps fires no 'abort' for this one's listener: without this,
+  // the next step ran to its end (an app's load that never ends held a daemon stop forever).
+  if (opts.signal.aborted) throw new BuildError('cancelled');
   const child: BoxProcess = opts.box.spawn(argv, { env: opts.env, cwd: BOX_APP, ...(opts.resultFd ? { extraFds: [RESULT_FD] } : {}) });
   const line = (l: string) => {
     opts.onLine?.(l);
