@@ -202,6 +202,8 @@ export class SessionProcesses {
     const release = this.deps.hold();
     const kill = () => child.kill('SIGKILL');
     opts.abort.addEventListener('abort', kill, { once: true });
+    // Aborted before the start (the client left meanwhile): no 'abort' comes any more.
+    if (opts.abort.aborted) kill();
     let timedOut = false;
     let graceTimer: NodeJS.Timeout | undefined;
     const timer = body.timeout_sec

@@ -205,6 +205,8 @@ export class SessionRepl implements SessionService {
     const timer = setTimeout(() => stop(`the code ran longer than timeout_sec (${timeoutMs / 1000} s); the REPL was stopped`), timeoutMs);
     const onGone = () => stop('the client went away; the REPL was stopped');
     clientGone?.addEventListener('abort', onGone, { once: true });
+    // Gone while the runtime started: no 'abort' comes any more.
+    if (clientGone?.aborted) onGone();
     const started = Date.now();
     try {
       const answer = await runtime.request(request);
