@@ -37,9 +37,12 @@ before(async () => {
   otherKey = (await d.cli(['auth', 'create-key', '--org', 'proxies-other'])).stdout.trim();
 });
 after(async () => {
-  await d?.stop();
-  await Promise.all([alice, bob, carol, pages].map((s) => s?.close()));
-  await cert?.remove();
+  try {
+    await d?.stop();
+  } finally {
+    await Promise.all([alice, bob, carol, pages].map((s) => s?.close()));
+    await cert?.remove();
+  }
 });
 
 /** Sessions (any org) and proxies the tests made, removed after each test. */

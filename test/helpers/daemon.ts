@@ -106,7 +106,13 @@ export async function startTestDaemon(opts: { env?: Record<string, string> } = {
     api: (method, path, body, key) => callApi(daemon.baseUrl, method, path, body, key === undefined ? apiKey : key),
     async stop() {
       await cli(['daemon', 'stop']);
-      const left = await findMarkedProcesses(home);
+      // A process already ending as the stop returns is not left behind: one that is still
+      // there after a few seconds is.
+      let left = await findMarkedProcesses(home);
+      for (let waited = 0; left.length && waited < 5000; waited += 100) {
+        await new Promise((r) => setTimeout(r, 100));
+        left = await findMarkedProcesses(home);
+      }
       if (left.length) {
         for (const pid of left) process.kill(pid, 'SIGKILL');
         throw new Error(`processes left behind by the daemon of ${home}: ${left.join(', ')}`);
