@@ -47,20 +47,22 @@ function withHost(host: string, path = '/health'): Promise<{ status: number; bod
 }
 
 /** A raw socket that sends `data` and resolves with what came back and how long until the daemon closed it. */
-function rawExchange(data: string, waitMs = 10_000): Promise<{ reply: string; closedAfterMs: number | undefined }> {
+function rawExchange(data: string | Buffer, waitMs = 10_000): Promise<{ reply: string; closedAfterMs: number | undefined }> {
   return new Promise((resolve) => {
     const started = Date.now();
     const s = net.connect(port, '127.0.0.1', () => s.write(data));
-    let reply = '';
-    s.on('data', (b) => (reply += b));
+    const chunks: Buffer[] = [];
+    // latin1: one character per byte, so a binary reply (websocket frames) survives.
+    const reply = () => Buffer.concat(chunks).toString('latin1');
+    s.on('data', (b: Buffer) => chunks.push(b));
     s.on('error', () => {});
     const timer = setTimeout(() => {
       s.destroy();
-      resolve({ reply, closedAfterMs: undefined });
+      resolve({ reply: reply(), closedAfterMs: undefined });
     }, waitMs);
     s.on('close', () => {
       clearTimeout(timer);
-      resolve({ reply, closedAfterMs: Date.now() - started });
+      resolve({ reply: reply(), closedAfterMs: Date.now() - started });
     });
   });
 }
@@ -268,39 +270,21 @@ describe('the front door', () => {
 
   test('a CDP frame the protocol forbids (unmasked) closes that connection with 1002 and says why; the session goes on', async () => {
     const s = await headlessSession();
-    /** Opens the gateway's websocket by hand, sends `frames` raw and reads the close frame that comes back. */
-    const closeAfter = (frames: Buffer) =>
-      new Promise<{ code: number; reason: string }>((resolve, reject) => {
-        const url = new URL(s.cdp);
-        const socket = net.connect(Number(url.port), url.hostname);
-        let got = Buffer.alloc(0);
-        let upgraded = false;
-        socket.on('error', reject);
-        socket.on('connect', () =>
-          socket.write(
-            `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-              'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
-          ),
-        );
-        socket.on('data', (chunk: Buffer) => {
-          got = Buffer.concat([got, chunk]);
-          if (!upgraded) {
-            const end = got.indexOf('\r\n\r\n');
-            if (end < 0) return;
-            assert.match(got.subarray(0, end).toString(), /^HTTP\/1.1 101/);
-            got = got.subarray(end + 4);
-            upgraded = true;
-            socket.write(frames);
-          }
-          // Chromium's frames may come first; the close frame (opcode 8, unmasked) is the last.
-          const at = got.lastIndexOf(0x88);
-          if (at >= 0 && got.length >= at + 2 && got.length >= at + 2 + got[at + 1]!) {
-            const body = got.subarray(at + 2, at + 2 + got[at + 1]!);
-            socket.destroy();
-            resolve({ code: body.readUInt16BE(0), reason: body.subarray(2).toString() });
-          }
-        });
-      });
+    /** Opens the gateway's websocket by hand with `frames` right behind the handshake; the close frame that ends it. */
+    const closeAfter = async (frames: Buffer) => {
+      const url = new URL(s.cdp);
+      const handshake =
+        `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n';
+      const { reply } = await rawExchange(Buffer.concat([Buffer.from(handshake), frames]));
+      assert.match(reply, /^HTTP\/1.1 101/);
+      const bytes = Buffer.from(reply.slice(reply.indexOf('\r\n\r\n') + 4), 'latin1');
+      // The connection ends with the close frame (opcode 8, unmasked).
+      const at = bytes.lastIndexOf(0x88);
+      assert.ok(at >= 0, `no close frame in ${bytes.toString('hex')}`);
+      const body = bytes.subarray(at + 2, at + 2 + bytes[at + 1]!);
+      return { code: body.readUInt16BE(0), reason: body.subarray(2).toString() };
+    };
     try {
       // Control: a masked close frame with code 4000 comes back as Chromium's own answer (1000).
       const masked = Buffer.from([0x88, 0x82, 1, 2, 3, 4, 0x0f ^ 1, 0xa0 ^ 2]);

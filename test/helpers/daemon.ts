@@ -108,11 +108,8 @@ export async function startTestDaemon(opts: { env?: Record<string, string> } = {
       await cli(['daemon', 'stop']);
       // A process already ending as the stop returns is not left behind: one that is still
       // there after a few seconds is.
-      let left = await findMarkedProcesses(home);
-      for (let waited = 0; left.length && waited < 5000; waited += 100) {
-        await new Promise((r) => setTimeout(r, 100));
-        left = await findMarkedProcesses(home);
-      }
+      await waitFor(async () => (await findMarkedProcesses(home)).length === 0, 5000, "the daemon's processes to end").catch(() => {});
+      const left = await findMarkedProcesses(home);
       if (left.length) {
         for (const pid of left) process.kill(pid, 'SIGKILL');
         throw new Error(`processes left behind by the daemon of ${home}: ${left.join(', ')}`);
