@@ -134,6 +134,29 @@ describe('WebMCP', () => {
     await waitForToolCount(5);
   });
 
+  test("a frame's tools stay listed when its move to a process of its own is reported after them", async () => {
+    // The page's renderer reports the frame's move (a detach, for it) only once its stall ends; by
+    // then the frame's new process has registered the frame's tools. Listing first has the
+    // daemon watch the page before it starts.
+    await list();
+    const otherSite = fixtures.url.replace('127.0.0.1', 'localhost');
+    await page.goto(`${fixtures.url}/webmcp.html?stall=1500&frame=${encodeURIComponent(`${otherSite}/webmcp-frame.html`)}`);
+    const remoteEcho = (tools: WebmcpTool[]) => tools.find((t) => t.tool.name === 'frame_echo' && t.source.frame?.url.startsWith(otherSite));
+    const deadline = Date.now() + 10_000;
+    while (!remoteEcho(await list())) {
+      assert.ok(Date.now() < deadline, 'the frame registered its tool');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(await page.evaluate('1'), 1, 'the stall is over');
+    await new Promise((r) => setTimeout(r, 300));
+    const echo = remoteEcho(await list());
+    assert.ok(echo, 'still listed once the move is reported');
+    const echoed = await invoke(echo.tool_ref, { text: 'moved' });
+    assert.deepEqual(echoed.body.output, { echoed: 'moved', from: '/webmcp-frame.html' }, echoed.text);
+    await page.goto(`${fixtures.url}/webmcp.html`);
+    await waitForToolCount(5);
+  });
+
   test('another organization sees none of it; the CLI lists and invokes', async () => {
     const otherKey = (await d.cli(['auth', 'create-key', '--org', 'webmcp-other'])).stdout.trim();
     assert.equal((await d.api('GET', `/browsers/${id}/webmcp/tools`, undefined, otherKey)).status, 404);

@@ -113,17 +113,20 @@ class ToolRegistry {
       cdp.on('Target.attachedToTarget', (p, parent) => registry.track(registry.setUp(p, parent)));
       cdp.on('Target.detachedFromTarget', ({ sessionId }) => registry.detached(sessionId));
       cdp.on('WebMCP.toolsAdded', ({ tools }: { tools: CdpTool[] }, sessionId) => sessionId && registry.added(tools, sessionId));
-      cdp.on('WebMCP.toolsRemoved', ({ tools }: { tools: { name: string; frameId: string }[] }) => {
-        for (const t of tools) registry.removed(t.frameId, t.name);
+      cdp.on('WebMCP.toolsRemoved', ({ tools }: { tools: { name: string; frameId: string }[] }, sessionId) => {
+        for (const t of tools) registry.removed(sessionId ?? '', t.frameId, t.name);
       });
       cdp.on('WebMCP.toolInvoked', ({ invocationId }) => registry.event(invocationId, { kind: 'invoked' }));
       cdp.on('WebMCP.toolResponded', ({ invocationId, status, output, errorText, exception }: ToolResponded) =>
         registry.event(invocationId, { kind: 'responded', status, output, errorText: errorText || exception?.description?.split('\n')[0] }),
       );
       // A document's tools go with it: a frame that navigates (not within its document) or goes
-      // away takes them, whether or not Chromium reports their removal.
+      // away takes them, whether or not Chromium reports their removal. Only those that came
+      // through the session reporting it: a frame moving to a process of its own is reported
+      // detached (a swap) by its parent's renderer, which may be slower than the new process
+      // registering the frame's new tools through the frame's own session.
       cdp.on('Page.frameNavigated', ({ frame }: { frame: { id: string } }, sessionId) => sessionId && registry.navigated(frame.id, sessionId));
-      cdp.on('Page.frameDetached', ({ frameId }: { frameId: string }) => registry.frameGone(frameId));
+      cdp.on('Page.frameDetached', ({ frameId }: { frameId: string }, sessionId) => sessionId && registry.frameGone(frameId, sessionId));
       // The tabs open now attach before this answers; their setups are awaited by settled().
       await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true, filter: DOCUMENTS });
       await registry.settled();
@@ -159,7 +162,7 @@ class ToolRegistry {
       if (!frameUrls.has(reg.sessionId)) frameUrls.set(reg.sessionId, this.frameUrls(reg.sessionId));
       const frames = await frameUrls.get(reg.sessionId)!;
       if (frames.size && !frames.has(reg.tool.frameId)) {
-        this.removed(reg.tool.frameId, reg.tool.name);
+        this.removed(reg.sessionId, reg.tool.frameId, reg.tool.name);
         continue;
       }
       let frame: WebmcpTool['source']['frame'] = null;
@@ -243,7 +246,7 @@ class ToolRegistry {
         (err: unknown) => {
           // Refused before it started: nothing ran. A tool Chromium no longer has went with its document.
           const message = err instanceof Error ? err.message : String(err);
-          if (/Tool not found/i.test(message)) this.removed(reg.tool.frameId, reg.tool.name);
+          if (/Tool not found/i.test(message)) this.removed(reg.sessionId, reg.tool.frameId, reg.tool.name);
           finish(() =>
             reject(this.byRef.has(reg.ref) ? new ServiceUnavailableError(`the browser refused the invocation: ${message}`) : staleRef(reg.ref)),
           );
@@ -364,7 +367,7 @@ class ToolRegistry {
 
   private added(tools: CdpTool[], sessionId: string): void {
     for (const tool of tools) {
-      const key = toolKey(tool.frameId, tool.name);
+      const key = toolKey(sessionId, tool.frameId, tool.name);
       const old = this.refByTool.get(key);
       if (old) this.byRef.delete(old);
       const ref = `wmt_${randomBytes(12).toString('base64url')}`;
@@ -373,8 +376,8 @@ class ToolRegistry {
     }
   }
 
-  private removed(frameId: string, name: string): void {
-    const key = toolKey(frameId, name);
+  private removed(sessionId: string, frameId: string, name: string): void {
+    const key = toolKey(sessionId, frameId, name);
     const ref = this.refByTool.get(key);
     this.refByTool.delete(key);
     if (ref) this.byRef.delete(ref);
@@ -383,19 +386,21 @@ class ToolRegistry {
   /** A frame's document was replaced: its tools go, and with a target's own frame, those of every frame in it. */
   navigated(frameId: string, sessionId: string): void {
     const at = this.attached.get(sessionId);
-    if (at?.targetId !== frameId) return this.frameGone(frameId);
+    if (at?.targetId !== frameId) return this.frameGone(frameId, sessionId);
     if (at.tabTargetId === frameId) this.documents.set(frameId, (this.documents.get(frameId) ?? 0) + 1);
-    for (const reg of [...this.byRef.values()]) if (reg.sessionId === sessionId) this.removed(reg.tool.frameId, reg.tool.name);
+    for (const reg of [...this.byRef.values()]) if (reg.sessionId === sessionId) this.removed(sessionId, reg.tool.frameId, reg.tool.name);
   }
 
-  /** A frame's document was removed: its tools name nothing any more. */
-  frameGone(frameId: string): void {
-    for (const reg of [...this.byRef.values()]) if (reg.tool.frameId === frameId) this.removed(frameId, reg.tool.name);
+  /** A frame's document was removed, as one DevTools session reports it: the tools that came through that session name nothing any more. */
+  frameGone(frameId: string, sessionId: string): void {
+    for (const reg of [...this.byRef.values()]) {
+      if (reg.tool.frameId === frameId && reg.sessionId === sessionId) this.removed(sessionId, frameId, reg.tool.name);
+    }
   }
 
   private detached(sessionId: string): void {
     this.attached.delete(sessionId);
-    for (const reg of [...this.byRef.values()]) if (reg.sessionId === sessionId) this.removed(reg.tool.frameId, reg.tool.name);
+    for (const reg of [...this.byRef.values()]) if (reg.sessionId === sessionId) this.removed(sessionId, reg.tool.frameId, reg.tool.name);
     for (const wake of this.detachWaiters.get(sessionId) ?? []) wake();
     this.detachWaiters.delete(sessionId);
   }
@@ -573,8 +578,9 @@ function staleRef(ref: string): NotFoundError {
   return new NotFoundError(`tool_ref ${ref} names no live tool: its document or browser was replaced, or it was never listed (list the tools again)`);
 }
 
-function toolKey(frameId: string, name: string): string {
-  return `${frameId}\n${name}`;
+/** A tool as one DevTools session reports it: a frame's id stays the same when it moves to another process, its session does not. */
+function toolKey(sessionId: string, frameId: string, name: string): string {
+  return `${sessionId}\n${frameId}\n${name}`;
 }
 
 function withoutFragment(url: string): string {
