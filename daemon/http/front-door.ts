@@ -71,27 +71,21 @@ interface Connection {
   /** Requests in progress on it; 0 while it waits for one (new, or kept alive between requests). */
   busy: number;
   upgraded: boolean;
-  admittedAt: number;
 }
-
-/**
- * How long a new connection the daemon has read nothing of yet is spared from eviction while a
- * flood's connections (which sent part of a request) can go instead. A client's request may sit
- * unread while a loaded daemon accepts a flood's connections in one go; evicted by age alone, a
- * real client's connection was cut before its request was read.
- */
-const UNREAD_GRACE_MS = 1000;
 
 /**
  * Caps open connections in all and per client address, keeping room for clients that use the API.
  * At the cap, a new connection takes the place of one that waits without a request in progress:
  * first one that sent part of a request and stalls (a flood's), then one that never carried a
- * request, longest-waiting first, sparing for UNREAD_GRACE_MS one the daemon has read nothing of
- * yet while another can go;
- * only when there is none, a kept-alive connection between requests (its client reconnects,
- * as after its keep-alive timeout). One in the middle of a request or a websocket is never cut for
- * a newcomer. When every connection is busy, the newcomer is refused with 503 (429 past its
+ * request, longest-waiting first, then a kept-alive connection between requests (its client
+ * reconnects, as after its keep-alive timeout). One in the middle of a request or a websocket is
+ * never cut for a newcomer: with all of them busy, the newcomer is refused with 503 (429 past its
  * address's cap).
+ *
+ * A connection the daemon has read nothing of may still carry a client's request (a loaded
+ * daemon accepts a flood's connections in one go before it reads any), so one cut before it
+ * carried a request is answered 503 with Retry-After, never left to hang up; and a request
+ * already on its way on a cut or refused connection is never run: its client was told to retry.
  */
 export class ConnectionGuard {
   private readonly connections = new Map<Socket, Connection>();
@@ -109,9 +103,13 @@ export class ConnectionGuard {
     return { open: this.connections.size, waiting: this.fresh.size + this.idle.size, evicted: this.evicted, refused: this.refused };
   }
 
-  attach(server: Server): void {
-    server.on('connection', (socket: Socket) => this.admit(socket));
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  /**
+   * The server's request handler behind the guard: a request on a connection it refused or cut
+   * (its client has its 503 already; the connection closes once it is read) is never run. Node
+   * parses a request that came with the connection even after the refusal was written.
+   */
+  serving(handler: RequestListener): RequestListener {
+    return (req: IncomingMessage, res: ServerResponse) => {
       const c = this.connections.get(req.socket as Socket);
       if (!c) return;
       c.busy++;
@@ -121,7 +119,13 @@ export class ConnectionGuard {
         c.busy--;
         if (c.busy === 0 && !c.upgraded && this.connections.has(c.socket)) this.idle.add(c);
       });
-    });
+      handler(req, res);
+    };
+  }
+
+  /** Admits the server's connections. A websocket handshake on one it refused or cut finds its socket ended (UpgradeRouter). */
+  attach(server: Server): void {
+    server.on('connection', (socket: Socket) => this.admit(socket));
     server.on('upgrade', (req: IncomingMessage) => {
       const c = this.connections.get(req.socket as Socket);
       if (!c) return;
@@ -141,14 +145,9 @@ export class ConnectionGuard {
       );
     }
     if (this.connections.size >= this.limits.maxConnections && !this.evictWaiting()) {
-      return this.refuse(
-        socket,
-        Object.assign(new ServiceUnavailableError(`the daemon has ${this.limits.maxConnections} open connections, all busy; try again shortly`), {
-          headers: { 'retry-after': '1' },
-        }),
-      );
+      return this.refuse(socket, this.overloaded(`the daemon has ${this.limits.maxConnections} open connections, all busy; try again shortly`));
     }
-    const c: Connection = { socket, client, busy: 0, upgraded: false, admittedAt: Date.now() };
+    const c: Connection = { socket, client, busy: 0, upgraded: false };
     this.connections.set(socket, c);
     this.fresh.add(c);
     // Counted again: an eviction above may have freed a place of this client's.
@@ -158,19 +157,15 @@ export class ConnectionGuard {
 
   /**
    * Closes a waiting connection (of one client, when named): the longest-waiting that never
-   * carried a request and either sent something or is past UNREAD_GRACE_MS, else the
-   * longest-waiting one that never carried a request, else the longest-idle kept-alive one.
-   * False when none waits.
+   * carried a request and sent part of one, else the longest-waiting one that never carried a
+   * request, else the longest-idle kept-alive one. False when none waits.
    */
   private evictWaiting(client?: string): boolean {
-    const now = Date.now();
-    const spared = (c: Connection) => c.socket.bytesRead === 0 && now - c.admittedAt < UNREAD_GRACE_MS;
     const tiers: [Set<Connection>, (c: Connection) => boolean][] = [
       // One that sent part of a request and stalls goes before one the daemon has not read yet,
-      // whatever their ages: on a saturated loop a client's request can sit unread past the
-      // grace (CI-like run 42 saw a client's connection cut while a flood's waited).
+      // whatever their ages: on a saturated loop a client's request can sit unread for long
+      // (CI-like run 42 saw a client's connection cut while a flood's waited).
       [this.fresh, (c) => c.socket.bytesRead > 0],
-      [this.fresh, (c) => !spared(c)],
       [this.fresh, () => true],
       [this.idle, () => true],
     ];
@@ -180,11 +175,19 @@ export class ConnectionGuard {
         this.evicted++;
         // Its 'close' comes on a later tick: its place is counted free now.
         this.forget(c);
-        c.socket.destroy();
+        // One between requests closes as after its keep-alive timeout; one whose request may
+        // be on its way is told to retry (a websocket handshake cut silently was a 'socket hang
+        // up' in CI-like run 64).
+        if (set === this.idle) c.socket.destroy();
+        else refuseOnSocket(c.socket, this.overloaded('the connection was closed for a newer one before it carried a request; send it again'));
         return true;
       }
     }
     return false;
+  }
+
+  private overloaded(message: string): ApiError {
+    return Object.assign(new ServiceUnavailableError(message), { headers: { 'retry-after': '1' } });
   }
 
   private forget(c: Connection): void {

@@ -107,7 +107,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: false,
     serverFactory: (handler) => {
-      const server = createFrontDoorServer(deps.limits, handler);
+      const server = createFrontDoorServer(deps.limits, deps.connections.serving(handler));
       deps.connections.attach(server);
       return server;
     },

@@ -47,6 +47,8 @@ export class UpgradeRouter {
 
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // Answered already: the connection guard refused it, or cut it for a newcomer (front-door.ts).
+      if (socket.writableEnded || socket.destroyed) return;
       socket.on('error', () => socket.destroy());
       const url = new URL(req.url ?? '/', 'http://localhost');
       const handler = this.routes.get(url.pathname.replace(/\/+$/, ''));
