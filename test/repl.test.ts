@@ -3,6 +3,7 @@
 // through the CLI, and watched from outside with Playwright.
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -186,6 +187,37 @@ describe('browser REPL', () => {
     const seen = JSON.parse(textOf(second));
     assert.equal(typeof seen.firstEnded, 'number', 'the first call had ended when the second began');
     assert.ok(seen.started >= seen.firstEnded);
+  });
+
+  test('a client gone while the REPL starts takes its call along: the next call is not held behind it', async () => {
+    // A session of its own, so that its first call starts the runtime.
+    const created = await d.api('POST', '/browsers', { headless: true });
+    assert.equal(created.status, 200, created.text);
+    const other = created.body.session_id;
+    try {
+      // The call is sent whole; its connection closes while the runtime is still starting.
+      const body = JSON.stringify({ code: 'globalThis.leftBehind = 1; await waitMs(120000)', timeout_sec: 300 });
+      const socket = net.connect(Number(new URL(d.baseUrl).port), '127.0.0.1', () => {
+        socket.write(
+          `POST /browsers/${other}/repl HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${d.apiKey}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        setTimeout(() => socket.destroy(), 20);
+      });
+      socket.on('error', () => {});
+      await new Promise((r) => socket.once('close', r));
+      // Held behind a call that runs on, this one would wait its two minutes.
+      const next = await fetch(`${d.baseUrl}/browsers/${other}/repl`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${d.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ code: 'repl.write(String(globalThis.leftBehind))' }),
+        signal: AbortSignal.timeout(30_000),
+      });
+      assert.equal(next.status, 200);
+      assert.equal(textOf((await next.json()) as ReplResult), 'undefined', 'a fresh runtime: the gone call was stopped');
+    } finally {
+      await d.api('DELETE', `/browsers/${other}`);
+    }
   });
 
   test("its code runs as the session's user in the session's box: no host file, no daemon secret; the host has them", async () => {

@@ -7,13 +7,17 @@ import { processesOf } from '../../in-session/process/session-processes.js';
 
 /**
  * Aborts when the client hangs up before its answer: what it started ends rather than running on
- * unseen. (The response's own close event: a listener on a kept-alive socket would pile up.)
+ * unseen. (The response's own close event: a listener on a kept-alive socket would pile up.) A
+ * client gone before this is asked (while its request waited for its turn) aborts it at once:
+ * its response closed already, and no 'close' comes any more.
  */
-export function clientGone(reply: FastifyReply): AbortSignal {
+export function clientGone(reply: Pick<FastifyReply, 'raw'>): AbortSignal {
   const aborted = new AbortController();
-  reply.raw.once('close', () => {
+  const gone = () => {
     if (!reply.raw.writableFinished) aborted.abort();
-  });
+  };
+  if (reply.raw.destroyed) gone();
+  else reply.raw.once('close', gone);
   return aborted.signal;
 }
 
