@@ -1,7 +1,7 @@
 import { executorsOf } from '../../in-session/playwright/executors.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
-import { clientGone } from './process.js';
+import { clientGone } from '../client-gone.js';
 
 export function playwrightHandlers(
   sessions: SessionManager,

@@ -1,6 +1,7 @@
 import { sendPage } from '../../lib/paging.js';
 import type { PoolManager } from '../../pools/manager.js';
 import { Quotas } from '../../org/quotas.js';
+import { clientGone } from '../client-gone.js';
 import type { HandlerGroup } from '../handlers.js';
 
 export function poolHandlers(
@@ -19,17 +20,10 @@ export function poolHandlers(
     // The SDK sends force in the body; a query parameter is what curl users reach for.
     deletePool: ({ org, params, body, query }) => pools.delete(org, params.id, Boolean(body.force ?? query.force)),
     flushPool: ({ org, params }) => pools.flush(org, params.id),
-    acquirePool: async ({ org, params, body, request }) => {
+    acquirePool: async ({ org, params, body, reply }) => {
       // A client that gives up (the SDK's own timeout) must not keep its place in the queue.
       quotas.assertWithinSessions(org);
-      const hangUp = new AbortController();
-      const onClose = () => hangUp.abort();
-      request.socket.once('close', onClose);
-      try {
-        return await pools.acquire(org, params.id, body, hangUp.signal);
-      } finally {
-        request.socket.off('close', onClose);
-      }
+      return await pools.acquire(org, params.id, body, clientGone(reply));
     },
     releasePool: ({ org, params, body }) => pools.release(org, params.id, body),
   };

@@ -1,25 +1,9 @@
-import type { FastifyReply } from 'fastify';
 import { BadRequestError } from '../../../src/errors.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import { EventStream } from '../../lib/sse.js';
 import type { HandlerGroup } from '../handlers.js';
 import { processesOf } from '../../in-session/process/session-processes.js';
-
-/**
- * Aborts when the client hangs up before its answer: what it started ends rather than running on
- * unseen. (The response's own close event: a listener on a kept-alive socket would pile up.) A
- * client gone before this is asked (while its request waited for its turn) aborts it at once:
- * its response closed already, and no 'close' comes any more.
- */
-export function clientGone(reply: Pick<FastifyReply, 'raw'>): AbortSignal {
-  const aborted = new AbortController();
-  const gone = () => {
-    if (!reply.raw.writableFinished) aborted.abort();
-  };
-  if (reply.raw.destroyed) gone();
-  else reply.raw.once('close', gone);
-  return aborted.signal;
-}
+import { clientGone } from '../client-gone.js';
 
 type ProcessOps = 'processExec' | 'processSpawn' | 'processStatus' | 'processStdin' | 'processKill' | 'processResize' | 'processStdoutStream';
 

@@ -1,7 +1,7 @@
 import { replOf } from '../../in-session/repl/repl.js';
 import type { SessionManager } from '../../sessions/manager.js';
 import type { HandlerGroup } from '../handlers.js';
-import { clientGone } from './process.js';
+import { clientGone } from '../client-gone.js';
 
 export function replHandlers(sessions: SessionManager): HandlerGroup<'runRepl'> {
   return {
