@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { addAbortListener } from 'node:events';
 import { constants } from 'node:os';
 import type { ProcessExecBody, ProcessExecResult, ProcessSpawnBody, ProcessSpawnResult, ProcessStatus } from '../../../src/api/process.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, RateLimitError } from '../../../src/errors.js';
@@ -200,10 +201,8 @@ export class SessionProcesses {
     const started = Date.now();
     const child = this.start(body, { tty: false, input: opts.input ?? '', extraFds: opts.resultPipe ? [3] : undefined });
     const release = this.deps.hold();
-    const kill = () => child.kill('SIGKILL');
-    opts.abort.addEventListener('abort', kill, { once: true });
-    // Aborted before the start (the client left meanwhile): no 'abort' comes any more.
-    if (opts.abort.aborted) kill();
+    // Also when the client left before this: an abort that came already still kills it.
+    const aborted = addAbortListener(opts.abort, () => child.kill('SIGKILL'));
     let timedOut = false;
     let graceTimer: NodeJS.Timeout | undefined;
     const timer = body.timeout_sec
@@ -226,7 +225,7 @@ export class SessionProcesses {
     } finally {
       clearTimeout(timer);
       clearTimeout(graceTimer);
-      opts.abort.removeEventListener('abort', kill);
+      aborted[Symbol.dispose]();
       release();
     }
   }

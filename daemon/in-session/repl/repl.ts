@@ -1,3 +1,4 @@
+import { addAbortListener } from 'node:events';
 import { Type } from 'typebox';
 import { ReplResultSchema, type ReplBody, type ReplResult } from '../../../src/api/repl.js';
 import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../../../src/errors.js';
@@ -203,10 +204,8 @@ export class SessionRepl implements SessionService {
       runtime.kill();
     };
     const timer = setTimeout(() => stop(`the code ran longer than timeout_sec (${timeoutMs / 1000} s); the REPL was stopped`), timeoutMs);
-    const onGone = () => stop('the client went away; the REPL was stopped');
-    clientGone?.addEventListener('abort', onGone, { once: true });
-    // Gone while the runtime started: no 'abort' comes any more.
-    if (clientGone?.aborted) onGone();
+    // Also when the client went while the runtime started: an abort that came already still stops it.
+    const gone = clientGone && addAbortListener(clientGone, () => stop('the client went away; the REPL was stopped'));
     const started = Date.now();
     try {
       const answer = await runtime.request(request);
@@ -214,7 +213,7 @@ export class SessionRepl implements SessionService {
       return { runtime, answer, stoppedBy, durationMs: Date.now() - started };
     } finally {
       clearTimeout(timer);
-      clientGone?.removeEventListener('abort', onGone);
+      gone?.[Symbol.dispose]();
       release();
       if (this.runtime?.ended) this.runtime = undefined;
     }
