@@ -85,6 +85,8 @@ export interface DaemonOptions {
   host: string;
   port: number;
   chromiumPath: string;
+  /** Headless sessions' browser when it is installed (src/system-deps.ts). */
+  headlessShellPath?: string;
   /** The standby set (src/standby.ts); no entries and no learning: every create launches its own browser. */
   standby: StandbySet;
   log: (msg: string, extra?: object) => void;
@@ -264,6 +266,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       home: opts.home,
       sessionsDir: paths.sessionsDir,
       chromiumPath: opts.chromiumPath,
+      ...(opts.headlessShellPath ? { headlessShellPath: opts.headlessShellPath } : {}),
       displays: new DisplayAllocator(),
       boxes,
       chromiumSandbox,

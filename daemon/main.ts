@@ -4,7 +4,7 @@ import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } fr
 import { VERSION } from '../src/version.js';
 import { createDaemon } from './app.js';
 import { isAlive } from './lib/procs.js';
-import { resolveChromium } from '../src/system-deps.js';
+import { resolveChromium, resolveHeadlessShell } from '../src/system-deps.js';
 import { parseStandby } from '../src/standby.js';
 import { endStartUp } from './lib/start-up-tiering.js';
 
@@ -50,7 +50,16 @@ export async function runDaemon(opts: RunOptions = {}): Promise<void> {
   let daemon: Awaited<ReturnType<typeof createDaemon>>;
   try {
     const standby = parseStandby(opts.standby ?? process.env.RBROWSE_STANDBY);
-    daemon = await createDaemon({ home, host, port, chromiumPath: resolveChromium(), standby, log });
+    const headlessShellPath = resolveHeadlessShell();
+    daemon = await createDaemon({
+      home,
+      host,
+      port,
+      chromiumPath: resolveChromium(),
+      ...(headlessShellPath ? { headlessShellPath } : {}),
+      standby,
+      log,
+    });
     await daemon.listen();
   } catch (err) {
     await rm(paths.lockFile, { force: true });

@@ -29,11 +29,15 @@ import { deployFixtureApp } from './helpers/apps.js';
 const comm = async (pid: number) => (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
 const cmdline = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ');
 
-/** The session's processes whose command is `name` (the browser's main process for chromium). */
+/** Full Chromium's and the headless shell's command names (cut at 15 characters). */
+const BROWSER_COMMS = ['chromium', 'chromium-headle'];
+
+/** The session's processes whose command is `name` (for chromium: the browser's main process, of either build). */
 async function processesOf(d: TestDaemon, id: string, name: string): Promise<number[]> {
   const found: number[] = [];
   for (const pid of await findMarkedProcesses(d.home, id)) {
-    if ((await comm(pid)) !== name) continue;
+    const own = await comm(pid);
+    if (name === 'chromium' ? !BROWSER_COMMS.includes(own) : own !== name) continue;
     if (name === 'chromium' && (await cmdline(pid)).includes('--type=')) continue;
     found.push(pid);
   }

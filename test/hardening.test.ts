@@ -363,7 +363,8 @@ describe("Chromium's own sandbox", () => {
           const found = [];
           for (const pid of await findMarkedProcesses(d.home, s.session_id)) {
             const args = await cmdline(pid);
-            if (args[0]?.endsWith('/chromium')) found.push({ pid, args, status: await status(pid) });
+            // Full Chromium, or the headless shell a headless session runs.
+            if (/\/chromium(-headless-shell)?$/.test(args[0] ?? '')) found.push({ pid, args, status: await status(pid) });
           }
           return found;
         };

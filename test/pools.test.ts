@@ -449,7 +449,7 @@ describe('browser pools', () => {
   });
 
   test('a failing launch is retried with backoff, reported on the pool, and never handed out', async () => {
-    const broken = await startTestDaemon({ env: { RBROWSE_CHROMIUM: '/bin/false' } });
+    const broken = await startTestDaemon({ env: { RBROWSE_CHROMIUM: '/bin/false', RBROWSE_HEADLESS_SHELL: '/bin/false' } });
     try {
       const created = await broken.api('POST', '/browser_pools', { ...FAST, size: 1 });
       assert.equal(created.status, 200, created.text);

@@ -46,7 +46,8 @@ export class ChromePolicies implements SessionFeature {
     if (!this.needsLaunch(body)) return undefined;
     await files.write(`${MANAGED_POLICIES}/${SESSION_POLICY_FILE}`, Readable.from([JSON.stringify(body.chrome_policy)]));
     record.chrome_policy = body.chrome_policy;
-    return undefined;
+    // The headless shell reads only a few policies of its own.
+    return { fullBrowser: true };
   }
 
   view(record: SessionRecord): Partial<BrowserSession> {

@@ -39,6 +39,9 @@ export interface FeatureLaunch {
   /** After Chromium has exited (graceful: it closed by itself on Browser.close), before the session's
    * directories are removed: where a profile's user data is written back. */
   closed?(info: { graceful: boolean }): Promise<void>;
+  /** Needs what only full Chromium has (extensions, enterprise policies, a real browser's
+   * fingerprint): a headless session then runs full Chromium headless, not the headless shell. */
+  fullBrowser?: boolean;
   /** Always called last, also when the launch failed part way: give back leases, close servers. */
   release?(): Promise<void> | void;
   /** A PATCH /browsers/{id} of the running session, after every feature's checkUpdate passed. */

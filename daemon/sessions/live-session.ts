@@ -28,6 +28,8 @@ export interface RuntimeDeps {
   home: string;
   sessionsDir: string;
   chromiumPath: string;
+  /** What headless sessions run on unless a feature needs full Chromium (src/system-deps.ts). */
+  headlessShellPath?: string;
   displays: DisplayAllocator;
   /** Where every session runs: a box of its own (namespaces, users, limits). */
   boxes: Boxes;
@@ -38,6 +40,11 @@ export interface RuntimeDeps {
 
 /** The browser's profile directory, inside its box. */
 export const USER_DATA_DIR = `${BOX_USER.home}/user-data`;
+
+/** The build a session's browser runs: the headless shell for a headless one, unless a feature needs full Chromium. */
+function executableFor(deps: RuntimeDeps, headless: boolean, features: FeatureLaunch[]): string {
+  return headless && deps.headlessShellPath && !features.some((f) => f.fullBrowser) ? deps.headlessShellPath : deps.chromiumPath;
+}
 
 /**
  * Launches the session's Chromium with its features' flags, then runs their `started` hooks;
@@ -201,7 +208,7 @@ export class LiveSession {
         vnc.catch(() => {});
       }
       const options: ChromiumOptions = {
-        executable: deps.chromiumPath,
+        executable: executableFor(deps, record.headless, features),
         box,
         userDataDir: USER_DATA_DIR,
         env: boxEnv(display?.number),
@@ -365,12 +372,17 @@ export class LiveSession {
       let added: FeatureLaunch[] = [];
       try {
         added = await add();
-        this.browser = await boot(this.launchOptions, [...this.features, ...added], url);
+        const all = [...this.features, ...added];
+        // Extensions loaded into a session on the headless shell move it to full Chromium.
+        const executable = executableFor(this.deps, this.record.headless, all);
+        this.browser = await boot({ ...this.launchOptions, executable }, all, url);
+        this.launchOptions.executable = executable;
         this.features.push(...added);
       } catch (err) {
         // The old browser is closed, and a new one that failed its hooks closed itself (boot).
         await Promise.allSettled(added.map(async (f) => f.release?.()));
-        this.browser = await boot(this.launchOptions, this.features, url).catch((again: unknown) => {
+        const options = { ...this.launchOptions, executable: executableFor(this.deps, this.record.headless, this.features) };
+        this.browser = await boot(options, this.features, url).catch((again: unknown) => {
           this.deps.log?.('session browser could not be restarted', { session: this.id, error: String(again) });
           throw err;
         });
@@ -386,6 +398,17 @@ export class LiveSession {
       release();
       this.watchBrowser();
     }
+  }
+
+  /**
+   * Refuses what needs a page kept out of the session's clients' sight (browser curl, the
+   * clipboard): the headless shell shows every page it opens to them.
+   */
+  requireHiddenPages(what: string): void {
+    if (this.launchOptions.executable !== this.deps.headlessShellPath) return;
+    throw new ConflictError(
+      `${what} needs full Chromium: this session runs on the headless shell (RBROWSE_HEADLESS_SHELL), which cannot hide the page it takes from the session's clients`,
+    );
   }
 
   /** Applies a PATCH to what the session's features run (a proxy swapped live). */

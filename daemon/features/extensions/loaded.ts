@@ -51,6 +51,8 @@ export interface ExtensionToLoad {
 export function extensionsLaunch(extensions: ExtensionToLoad[], log: (msg: string) => void): FeatureLaunch {
   const paths = extensions.map((e) => e.path).join(',');
   return {
+    // The headless shell has no extension system.
+    fullBrowser: true,
     args: [
       `--load-extension=${paths}`,
       `--disable-extensions-except=${paths}`,

@@ -66,6 +66,8 @@ export class Stealth implements SessionFeature {
     });
     let patcher: TargetPatcher | undefined;
     return {
+      // Its identity is full Chromium's (probed from it), which the headless shell does not match.
+      fullBrowser: true,
       args: stealthArgs(identity.userAgent),
       // Loaded before the patches were in, the start page would run its scripts unpatched.
       opensStartUrl: true,

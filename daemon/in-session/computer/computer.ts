@@ -127,12 +127,18 @@ export class ComputerControl {
   }
 
   readClipboard(org: OrgRecord, id: string): Promise<{ text: string }> {
-    return this.sessions.withSession(org, id, async (session) => ({ text: await readClipboard(session.chromium) }));
+    return this.sessions.withSession(org, id, async (session) => {
+      session.requireHiddenPages('the clipboard');
+      return { text: await readClipboard(session.chromium) };
+    });
   }
 
   /** Under the input lock: a paste queued after the write pastes what was written. */
   writeClipboard(org: OrgRecord, id: string, text: string): Promise<void> {
-    return this.sessions.withSession(org, id, (session) => this.locks.run(session.id, () => writeClipboard(session.chromium, text)));
+    return this.sessions.withSession(org, id, (session) => {
+      session.requireHiddenPages('the clipboard');
+      return this.locks.run(session.id, () => writeClipboard(session.chromium, text));
+    });
   }
 
   /** Not input, so it does not wait for the lock: a screenshot mid-drag shows the drag. */

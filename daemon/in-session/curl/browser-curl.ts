@@ -297,4 +297,7 @@ export function curlUrl(field: string, raw: string): string {
 const newCurl: ServiceKind<BrowserCurl> = (session) => new BrowserCurl(() => session.chromium);
 
 /** HTTP requests made by this session's browser (its hidden pages are kept between them). */
-export const curlOf = (session: LiveSession): BrowserCurl => session.service(newCurl);
+export const curlOf = (session: LiveSession): BrowserCurl => {
+  session.requireHiddenPages('browser curl');
+  return session.service(newCurl);
+};
