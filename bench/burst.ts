@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { chromium } from 'playwright';
 import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
-import { progress } from './lifecycle.js';
+import { progress, shellEnv } from './lifecycle.js';
 import type { RawChromiums } from './raw.js';
 import { createSession, deleteSession, standbyReady } from './scenarios.js';
 import { percentile, textTable } from './stats.js';
@@ -85,7 +85,9 @@ async function served(d: TestDaemon): Promise<{ creates: number; fromReady: numb
 /** One configuration: a fresh daemon's burst, then raw Chromium's at the same concurrency. */
 export async function burstRun(o: { raw: RawChromiums; pageUrl: string; cycles: number; clients: number; workMs: number }): Promise<BurstRun> {
   progress(`burst: ${o.cycles} back-to-back cycles, ${o.clients} client(s), ${o.workMs} ms of page work`);
-  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '512', RBROWSE_SPARE_BOXES: '' } });
+  const d = await startTestDaemon({
+    env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '512', RBROWSE_SPARE_BOXES: '', ...shellEnv() },
+  });
   let rbrowse: number[];
   let counts: BurstRun['served'];
   try {

@@ -1,10 +1,19 @@
 import { loadavg } from 'node:os';
+import { resolveChromium, resolveHeadlessShell } from '../src/system-deps.js';
 
 /** Shared by every bench script: settings from the environment, progress lines, and cleanup. */
 export function intEnv(name: string, fallback: number): number {
   const value = Number(process.env[name]);
   return Number.isInteger(value) && value > 0 ? value : fallback;
 }
+
+/**
+ * RBROWSE_HEADLESS_SHELL as the bench was started with: its daemons get it, and raw launches (and
+ * Playwright's own) run the build the daemon's headless sessions run.
+ */
+export const shellEnv = (): Record<string, string> =>
+  process.env.RBROWSE_HEADLESS_SHELL ? { RBROWSE_HEADLESS_SHELL: process.env.RBROWSE_HEADLESS_SHELL } : {};
+export const headlessBuild = (): string => resolveHeadlessShell() ?? resolveChromium();
 
 export const progress = (msg: string) => console.error(`[bench] ${msg}`);
 export const load = () =>

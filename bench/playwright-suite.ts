@@ -12,11 +12,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { DEFAULT_STANDBY } from '../src/standby.js';
+import { resolveChromium } from '../src/system-deps.js';
 import { ROOT, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
-import { intEnv, load, progress, runBench } from './lifecycle.js';
+import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import { renderTable, summarize, type Comparison } from './stats.js';
 
 const ROUNDS = intEnv('BENCH_SUITE_ROUNDS', 3);
+/** What Playwright's own launch runs: CHROMIUM_PATH, else the build of the daemon's headless sessions. */
+const OWN_CHROMIUM = process.env.CHROMIUM_PATH ?? headlessBuild();
+/** Full Chromium: with the daemon on the headless shell, Playwright's own launch of it is timed too, for reference. */
+const FULL_CHROMIUM = resolveChromium();
 /** The tests about the rbrowse session itself, which Playwright's own launch skips: left out of both sides. */
 const RBROWSE_ONLY = 'rbrowse session|saved in the session|fresh context';
 
@@ -40,7 +45,9 @@ function durations(suite: Suite): number[] {
   return [...own, ...(suite.suites ?? []).flatMap(durations)];
 }
 
+/** A mode ending in `-full`: Playwright's own launch of full Chromium (when the daemon runs the headless shell). */
 async function runSuite(d: TestDaemon, mode: string): Promise<Run> {
+  const chromium = mode.endsWith('-full') ? FULL_CHROMIUM : OWN_CHROMIUM;
   const out = await mkdtemp(join(tmpdir(), 'rbrowse-bench-pw-'));
   try {
     const report = join(out, 'report.json');
@@ -58,7 +65,7 @@ async function runSuite(d: TestDaemon, mode: string): Promise<Run> {
       ],
       {
         cwd: ROOT,
-        env: { ...d.env, PW_MODE: mode, PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results') },
+        env: { ...d.env, PW_MODE: mode.replace(/-full$/, ''), PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results'), CHROMIUM_PATH: chromium },
         extendEnv: false,
         reject: false,
       },
@@ -75,16 +82,21 @@ runBench(async (cleanups) => {
   const before = load();
   progress(`load average before: ${before} (${cpus().length} cores); ${ROUNDS} rounds`);
   // The default standby set and burst budget, as a user's daemon has them.
-  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '', RBROWSE_SPARE_BOXES: '' } });
+  const d = await startTestDaemon({
+    env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '', RBROWSE_SPARE_BOXES: '', ...shellEnv() },
+  });
   cleanups.push(() => d.stop());
-  const modes = [
+  const modes: [string, string][] = [
     ['own-fresh', 'rbrowse-fresh'],
     ['own', 'rbrowse'],
-  ] as const;
+    ...(OWN_CHROMIUM !== FULL_CHROMIUM ? [['own-fresh-full', 'rbrowse-fresh'] as [string, string]] : []),
+  ];
   const runs: Record<string, Run[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
     for (const pair of modes) {
       for (const mode of pair) {
+        // rbrowse-fresh's runs serve both fresh-browser comparisons.
+        if (pair[0] === 'own-fresh-full' && mode === 'rbrowse-fresh') continue;
         const r = await runSuite(d, mode);
         (runs[mode] ??= []).push(r);
         progress(`round ${round + 1} ${mode}: ${(r.wallMs / 1000).toFixed(1)} s, ${r.passed} passed`);
@@ -93,13 +105,18 @@ runBench(async (cleanups) => {
   }
   const rows: Comparison[] = [];
   for (const [own, rbrowse] of modes) {
-    const label = own === 'own-fresh' ? 'a fresh browser per test' : 'a browser per worker';
+    const label =
+      own === 'own-fresh'
+        ? 'a fresh browser per test'
+        : own === 'own-fresh-full'
+          ? 'a fresh browser per test, against Playwright launching full Chromium'
+          : 'a browser per worker';
     rows.push({
       metric: `suite wall time, ${label}`,
       unit: 'ms',
       rbrowse: summarize(runs[rbrowse]!.map((r) => r.wallMs)),
       raw: summarize(runs[own]!.map((r) => r.wallMs)),
-      ...(own === 'own-fresh' ? { goal: 0.6 } : {}),
+      ...(own.startsWith('own-fresh') ? { goal: 0.6 } : {}),
     });
     rows.push({
       metric: `one test, ${label}`,
@@ -110,6 +127,6 @@ runBench(async (cleanups) => {
   }
   console.log(renderTable(rows));
   console.log(
-    `raw: Playwright's own launch of ${process.env.CHROMIUM_PATH ?? '/usr/lib/chromium/chromium'}; load average ${before} before, ${load()} after`,
+    `raw: Playwright's own launch of ${OWN_CHROMIUM}${OWN_CHROMIUM !== FULL_CHROMIUM ? ` (the rows against full Chromium: ${FULL_CHROMIUM})` : ''}; rbrowse's headless sessions on ${headlessBuild()}; load average ${before} before, ${load()} after`,
   );
 });

@@ -15,7 +15,7 @@ import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
 import { boxesPssMiB, cliStartup, footprint, loadRound, sessionPss, type LoadRound } from './footprint.js';
-import { intEnv, load, progress, runBench } from './lifecycle.js';
+import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import {
   cdpRoundTrips,
   createSession,
@@ -58,9 +58,9 @@ interface Contexts {
 
 async function setUp(cleanups: (() => Promise<void>)[]): Promise<Contexts> {
   const { executable, fixtures, raw, daemon } = await startHarness(cleanups);
-  const warm: TestDaemon = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_SPARE_BOXES: '' } });
+  const warm: TestDaemon = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_SPARE_BOXES: '', ...shellEnv() } });
   cleanups.push(() => warm.stop());
-  progress(`daemons ${daemon.baseUrl} (standby off), ${warm.baseUrl} (default standby); chromium ${executable}`);
+  progress(`daemons ${daemon.baseUrl} (standby off), ${warm.baseUrl} (default standby); headless sessions and raw launches run ${executable}`);
   const pageUrl = `${fixtures.url}/hello.html`;
   return { cold: { daemon, raw, pageUrl }, warm: { daemon: warm, raw, pageUrl } };
 }
@@ -203,7 +203,7 @@ async function measure({ cold, warm }: Contexts): Promise<{
 
 function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): void {
   console.log(`\nrbrowse bench: ${cpus().length} CPUs, load average ${loadBefore} before, ${load()} after`);
-  console.log("raw = the same Chromium flags launched directly; cdp raw = the session's own DevTools socket");
+  console.log(`raw = the same Chromium flags launched directly (${headlessBuild()}); cdp raw = the session's own DevTools socket`);
   console.log('ratio = rbrowse p50 / raw p50 (p95 ratio in parentheses); goals are informational\n');
   console.log(renderTable(r.rows));
   const [gateway, splice] = r.rows.filter((row) => row.unit === 'us');

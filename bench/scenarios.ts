@@ -3,7 +3,7 @@ import { chromium } from 'playwright';
 import type { BrowserSession } from '../src/api/schemas.js';
 import { startTestDaemon, tornDown, type TestDaemon } from '../test/helpers/daemon.js';
 import { startFixtureServer } from '../test/helpers/fixtures.js';
-import { resolveChromium } from '../src/system-deps.js';
+import { headlessBuild, shellEnv } from './lifecycle.js';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -283,7 +283,7 @@ export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Pro
  * its stop step pushed onto `cleanups` (run last-in, first-out).
  */
 export async function startHarness(cleanups: (() => Promise<void>)[], standby = '0') {
-  const executable = resolveChromium();
+  const executable = headlessBuild();
   const fixtures = await startFixtureServer();
   cleanups.push(fixtures.close);
   const raw = await RawChromiums.create(executable);
@@ -293,7 +293,7 @@ export async function startHarness(cleanups: (() => Promise<void>)[], standby = 
   });
   // Standby off unless asked: a bench measures one path at a time.
   // Spare boxes as shipped (the tests' daemons keep none).
-  const daemon = await startTestDaemon({ env: { RBROWSE_STANDBY: standby, RBROWSE_SPARE_BOXES: '' } });
+  const daemon = await startTestDaemon({ env: { RBROWSE_STANDBY: standby, RBROWSE_SPARE_BOXES: '', ...shellEnv() } });
   cleanups.push(() => daemon.stop());
   return { executable, fixtures, raw, daemon };
 }
