@@ -85,7 +85,7 @@ export interface DaemonOptions {
   host: string;
   port: number;
   chromiumPath: string;
-  /** Headless sessions' browser when it is installed (src/system-deps.ts). */
+  /** Headless sessions' browser when RBROWSE_HEADLESS_SHELL asks for Chromium's headless shell (src/system-deps.ts). */
   headlessShellPath?: string;
   /** The standby set (src/standby.ts); no entries and no learning: every create launches its own browser. */
   standby: StandbySet;

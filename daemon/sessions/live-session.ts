@@ -405,7 +405,8 @@ export class LiveSession {
    * clipboard): the headless shell shows every page it opens to them.
    */
   requireHiddenPages(what: string): void {
-    if (this.launchOptions.executable !== this.deps.headlessShellPath) return;
+    const shell = this.deps.headlessShellPath;
+    if (!shell || shell === this.deps.chromiumPath || this.launchOptions.executable !== shell) return;
     throw new ConflictError(
       `${what} needs full Chromium: this session runs on the headless shell (RBROWSE_HEADLESS_SHELL), which cannot hide the page it takes from the session's clients`,
     );

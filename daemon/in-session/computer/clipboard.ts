@@ -5,8 +5,9 @@ import { cdpCommands, type DevToolsEndpoint } from '../../browser/chromium.js';
  * The session's clipboard is its browser's (on X11 the CLIPBOARD selection, headless Chromium's
  * own otherwise), reached through the Clipboard API of a page the daemon opens for the purpose:
  * hidden (no client lists or auto-attaches it), in a browser context of its own (the permission
- * and focus it needs touch none of the user's pages), on file:///dev/null (an empty secure context,
- * which about:blank is not; the headless shell has no chrome:// pages), and gone when the call returns. The same for headful and headless.
+ * and focus it needs touch none of the user's pages), on file:///dev/null (an empty secure
+ * context, which about:blank is not; any build has it, where chrome:// pages are full Chromium's),
+ * and gone when the call returns. The same for headful and headless.
  */
 async function withClipboardPage<T>(browser: DevToolsEndpoint, run: (evaluate: (expression: string) => Promise<unknown>) => Promise<T>): Promise<T> {
   try {
