@@ -109,6 +109,22 @@ describe('RBROWSE_HEADLESS_SHELL=on: headless sessions on the headless shell', {
     }
   });
 
+  test('doctor says which build headless sessions run, and fails when the one asked for is not there', async () => {
+    const { d } = env;
+    const headless = async (value?: string) => {
+      const r = await d.cli(['doctor', '--json'], { env: value === undefined ? {} : { RBROWSE_HEADLESS_SHELL: value } });
+      return { exit: r.exitCode, check: JSON.parse(r.stdout).find((c: { name: string }) => c.name === 'headless') };
+    };
+    const on = await headless();
+    assert.equal(on.check.state, 'ok');
+    assert.match(on.check.detail, /headless sessions run \/usr\/lib\/chromium\/chromium-headless-shell \(RBROWSE_HEADLESS_SHELL\)/);
+    assert.match((await headless('off')).check.detail, /headless sessions run full Chromium/);
+    const missing = await headless('/nonexistent/shell');
+    assert.equal(missing.exit, 1);
+    assert.equal(missing.check.state, 'missing');
+    assert.match(missing.check.detail, /the daemon will not start/);
+  });
+
   test('a shell asked for but not there stops the daemon at start, saying so', async () => {
     await assert.rejects(
       startTestDaemon({ env: { RBROWSE_HEADLESS_SHELL: '/nonexistent/shell' } }),

@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { baseUrlFor, DEFAULT_HOST, defaultPort } from '../../src/config.js';
 import { DEFAULT_STANDBY, parseStandby } from '../../src/standby.js';
 import { RbrowseClient } from '../../src/client.js';
-import { checkSystemDeps, installCommand } from '../../src/system-deps.js';
+import { checkSystemDeps, installCommand, resolveHeadlessShell, SYSTEM_DEPS } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
 import { paths, readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-control.js';
 import { covers } from '../operations.js';
@@ -273,6 +273,23 @@ async function boxChecks(): Promise<Check[]> {
   return checks;
 }
 
+/** Which build headless sessions run (RBROWSE_HEADLESS_SHELL), and what that build lacks. */
+function headlessCheck(): Check {
+  try {
+    const shell = resolveHeadlessShell();
+    return shell
+      ? { name: 'headless', state: 'ok', detail: `headless sessions run ${shell} (RBROWSE_HEADLESS_SHELL): no extensions, curl or clipboard there` }
+      : {
+          name: 'headless',
+          state: 'ok',
+          detail: 'headless sessions run full Chromium (RBROWSE_HEADLESS_SHELL=on: the headless shell, a third of the CPU a start)',
+        };
+  } catch (err) {
+    const dep = SYSTEM_DEPS.find((d) => d.apt === 'chromium-headless-shell')!;
+    return { name: 'headless', state: 'missing', detail: `${(err as Error).message}: the daemon will not start`, fix: installCommand([dep]) };
+  }
+}
+
 /** Everything the daemon needs from this machine, as ✓ / ✗ / ! checks. */
 async function doctorChecks(): Promise<Check[]> {
   const checks: Check[] = checkSystemDeps().map(({ dep, path }) =>
@@ -280,6 +297,7 @@ async function doctorChecks(): Promise<Check[]> {
       ? { name: dep.name, state: 'ok', detail: path }
       : { name: dep.name, state: 'missing', detail: `needed for ${dep.why}`, fix: installCommand([dep]) },
   );
+  checks.push(headlessCheck());
   if (checks.some((c) => c.name === 'bwrap' && c.state === 'ok')) checks.push(...(await boxChecks()));
   checks.push(stateCheck());
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 24;
