@@ -93,7 +93,11 @@ export async function startTestDaemon(opts: { env?: Record<string, string> } = {
     return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
   };
   const started = await cli(['daemon', 'start']);
-  if (started.exitCode !== 0) throw new Error(`daemon start failed: ${started.stderr}`);
+  if (started.exitCode !== 0) {
+    // A daemon that never started leaves only its log, whose tail the error below quotes.
+    await rm(home, { recursive: true, force: true });
+    throw new Error(`daemon start failed: ${started.stderr}`);
+  }
   const baseUrl = started.stdout.trim();
   const apiKey = (await cli(['auth', 'token'])).stdout.trim();
   const daemon: TestDaemon = {
