@@ -45,9 +45,14 @@ function durations(suite: Suite): number[] {
   return [...own, ...(suite.suites ?? []).flatMap(durations)];
 }
 
-/** A mode ending in `-full`: Playwright's own launch of full Chromium (when the daemon runs the headless shell). */
-async function runSuite(d: TestDaemon, mode: string): Promise<Run> {
-  const chromium = mode.endsWith('-full') ? FULL_CHROMIUM : OWN_CHROMIUM;
+/** One way of running the suite: the fixture's PW_MODE, and for Playwright's own launch the Chromium it launches. */
+interface Side {
+  name: string;
+  mode: string;
+  chromium: string;
+}
+
+async function runSuite(d: TestDaemon, { mode, chromium }: Side): Promise<Run> {
   const out = await mkdtemp(join(tmpdir(), 'rbrowse-bench-pw-'));
   try {
     const report = join(out, 'report.json');
@@ -65,13 +70,13 @@ async function runSuite(d: TestDaemon, mode: string): Promise<Run> {
       ],
       {
         cwd: ROOT,
-        env: { ...d.env, PW_MODE: mode.replace(/-full$/, ''), PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results'), CHROMIUM_PATH: chromium },
+        env: { ...d.env, PW_MODE: mode, PW_JSON_REPORT: report, PW_OUTPUT_DIR: join(out, 'results'), CHROMIUM_PATH: chromium },
         extendEnv: false,
         reject: false,
       },
     );
     const parsed = JSON.parse(await readFile(report, 'utf8')) as Report;
-    if (run.exitCode !== 0 || parsed.stats.unexpected > 0) throw new Error(`suite (${mode}) failed:\n${run.stdout.slice(-3000)}`);
+    if (run.exitCode !== 0 || parsed.stats.unexpected > 0) throw new Error(`suite (${mode}, ${chromium}) failed:\n${run.stdout.slice(-3000)}`);
     return { wallMs: parsed.stats.duration, testMs: parsed.suites.flatMap(durations), passed: parsed.stats.expected };
   } finally {
     await rm(out, { recursive: true, force: true });
@@ -86,37 +91,40 @@ runBench(async (cleanups) => {
     env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '', RBROWSE_SPARE_BOXES: '', ...shellEnv() },
   });
   cleanups.push(() => d.stop());
-  const modes: [string, string][] = [
-    ['own-fresh', 'rbrowse-fresh'],
-    ['own', 'rbrowse'],
-    ...(OWN_CHROMIUM !== FULL_CHROMIUM ? [['own-fresh-full', 'rbrowse-fresh'] as [string, string]] : []),
+  const side = (mode: string, chromium = OWN_CHROMIUM, name = mode): Side => ({ name, mode, chromium });
+  const sides = [side('own-fresh'), side('rbrowse-fresh'), side('own'), side('rbrowse')];
+  // On the headless shell, Playwright's own launch of full Chromium too, a browser per test.
+  if (OWN_CHROMIUM !== FULL_CHROMIUM) sides.push(side('own-fresh', FULL_CHROMIUM, 'own-fresh-full'));
+  const comparisons: { label: string; own: string; rbrowse: string; goal?: number }[] = [
+    { label: 'a fresh browser per test', own: 'own-fresh', rbrowse: 'rbrowse-fresh', goal: 0.6 },
+    { label: 'a browser per worker', own: 'own', rbrowse: 'rbrowse' },
+    ...(OWN_CHROMIUM !== FULL_CHROMIUM
+      ? [
+          {
+            label: 'a fresh browser per test, against Playwright launching full Chromium',
+            own: 'own-fresh-full',
+            rbrowse: 'rbrowse-fresh',
+            goal: 0.6,
+          },
+        ]
+      : []),
   ];
   const runs: Record<string, Run[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
-    for (const pair of modes) {
-      for (const mode of pair) {
-        // rbrowse-fresh's runs serve both fresh-browser comparisons.
-        if (pair[0] === 'own-fresh-full' && mode === 'rbrowse-fresh') continue;
-        const r = await runSuite(d, mode);
-        (runs[mode] ??= []).push(r);
-        progress(`round ${round + 1} ${mode}: ${(r.wallMs / 1000).toFixed(1)} s, ${r.passed} passed`);
-      }
+    for (const s of sides) {
+      const r = await runSuite(d, s);
+      (runs[s.name] ??= []).push(r);
+      progress(`round ${round + 1} ${s.name}: ${(r.wallMs / 1000).toFixed(1)} s, ${r.passed} passed`);
     }
   }
   const rows: Comparison[] = [];
-  for (const [own, rbrowse] of modes) {
-    const label =
-      own === 'own-fresh'
-        ? 'a fresh browser per test'
-        : own === 'own-fresh-full'
-          ? 'a fresh browser per test, against Playwright launching full Chromium'
-          : 'a browser per worker';
+  for (const { label, own, rbrowse, goal } of comparisons) {
     rows.push({
       metric: `suite wall time, ${label}`,
       unit: 'ms',
       rbrowse: summarize(runs[rbrowse]!.map((r) => r.wallMs)),
       raw: summarize(runs[own]!.map((r) => r.wallMs)),
-      ...(own.startsWith('own-fresh') ? { goal: 0.6 } : {}),
+      ...(goal ? { goal } : {}),
     });
     rows.push({
       metric: `one test, ${label}`,

@@ -40,46 +40,47 @@ export function resolveChromium(): string {
   return found;
 }
 
-const HEADLESS_SHELL_CANDIDATES = ['/usr/lib/chromium/chromium-headless-shell'];
-
-/**
- * Chromium's headless shell (Debian's chromium-headless-shell, the build Playwright runs headless
- * by default), which headless sessions run on when RBROWSE_HEADLESS_SHELL is `on` (or names the
- * binary): it starts on a fraction of full Chromium's CPU and memory, but has no extensions, few
- * Chrome policies and no hidden pages (so no browser curl or clipboard). Off by default: Kernel's
- * headless browsers are full Chromium.
- */
-export function findHeadlessShell(env: NodeJS.ProcessEnv = process.env): string | null {
-  const chosen = shellAsked(env);
-  if (!chosen) return null;
-  if (chosen === 'on') return HEADLESS_SHELL_CANDIDATES.find((p) => existsSync(p)) ?? null;
-  return existsSync(chosen) ? chosen : null;
-}
+/** Where Debian's chromium-headless-shell installs the shell. */
+const HEADLESS_SHELL = '/usr/lib/chromium/chromium-headless-shell';
 
 /** RBROWSE_HEADLESS_SHELL when it asks for the shell (`on` or a path), else undefined. */
 const shellAsked = (env: NodeJS.ProcessEnv = process.env) =>
   env.RBROWSE_HEADLESS_SHELL && env.RBROWSE_HEADLESS_SHELL !== 'off' ? env.RBROWSE_HEADLESS_SHELL : undefined;
 
-/** The headless shell when RBROWSE_HEADLESS_SHELL asks for it (an error when it is not there), else null. */
+/** The shell `asked` names (`on`: Debian's), or null when it is not there. */
+function headlessShellAt(asked: string): string | null {
+  const path = asked === 'on' ? HEADLESS_SHELL : asked;
+  return existsSync(path) ? path : null;
+}
+
+/**
+ * Chromium's headless shell (Debian's chromium-headless-shell, the build Playwright runs headless
+ * by default), which headless sessions run on when RBROWSE_HEADLESS_SHELL is `on` (or names the
+ * binary): it starts on a fraction of full Chromium's CPU and memory, but has no extensions, few
+ * Chrome policies and no hidden pages (so no browser curl or clipboard). Off (null) by default:
+ * Kernel's headless browsers are full Chromium. Asked for and not there, an error.
+ */
 export function resolveHeadlessShell(env: NodeJS.ProcessEnv = process.env): string | null {
   const asked = shellAsked(env);
   if (!asked) return null;
-  const found = findHeadlessShell(env);
+  const found = headlessShellAt(asked);
   if (!found) throw new Error(`RBROWSE_HEADLESS_SHELL=${asked}: the headless shell is not there (apt-get install -y chromium-headless-shell)`);
   return found;
 }
+
+export const HEADLESS_SHELL_DEP: SystemDep = {
+  name: 'headless shell',
+  why: "headless sessions with RBROWSE_HEADLESS_SHELL=on (a start on a fraction of full Chromium's CPU and memory)",
+  apt: 'chromium-headless-shell',
+  // Looked for whether or not it is switched on: set-up installs it so that it can be.
+  find: () => headlessShellAt(shellAsked() ?? 'on'),
+};
 
 const fontDir = (dir: string) => () => (existsSync(dir) ? dir : null);
 
 export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'chromium', why: 'the browser of every session', apt: 'chromium', find: () => findChromium() },
-  {
-    name: 'headless shell',
-    why: "headless sessions with RBROWSE_HEADLESS_SHELL=on (a start on a fraction of full Chromium's CPU and memory)",
-    apt: 'chromium-headless-shell',
-    // Looked for whether or not it is switched on: set-up installs it so that it can be.
-    find: () => findHeadlessShell({ RBROWSE_HEADLESS_SHELL: shellAsked() ?? 'on' }),
-  },
+  HEADLESS_SHELL_DEP,
   { name: 'Xvfb', why: 'a display per headful session', apt: 'xvfb', find: () => which('Xvfb') },
   {
     name: 'matchbox',

@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { baseUrlFor, DEFAULT_HOST, defaultPort } from '../../src/config.js';
 import { DEFAULT_STANDBY, parseStandby } from '../../src/standby.js';
 import { RbrowseClient } from '../../src/client.js';
-import { checkSystemDeps, installCommand, resolveHeadlessShell, SYSTEM_DEPS } from '../../src/system-deps.js';
+import { checkSystemDeps, HEADLESS_SHELL_DEP, installCommand, resolveHeadlessShell } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
 import { paths, readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-control.js';
 import { covers } from '../operations.js';
@@ -285,8 +285,12 @@ function headlessCheck(): Check {
           detail: 'headless sessions run full Chromium (RBROWSE_HEADLESS_SHELL=on: the headless shell, a third of the CPU a start)',
         };
   } catch (err) {
-    const dep = SYSTEM_DEPS.find((d) => d.apt === 'chromium-headless-shell')!;
-    return { name: 'headless', state: 'missing', detail: `${(err as Error).message}: the daemon will not start`, fix: installCommand([dep]) };
+    return {
+      name: 'headless',
+      state: 'missing',
+      detail: `${(err as Error).message}: the daemon will not start`,
+      fix: installCommand([HEADLESS_SHELL_DEP]),
+    };
   }
 }
 

@@ -381,8 +381,8 @@ export class LiveSession {
       } catch (err) {
         // The old browser is closed, and a new one that failed its hooks closed itself (boot).
         await Promise.allSettled(added.map(async (f) => f.release?.()));
-        const options = { ...this.launchOptions, executable: executableFor(this.deps, this.record.headless, this.features) };
-        this.browser = await boot(options, this.features, url).catch((again: unknown) => {
+        // launchOptions still name the build it ran on.
+        this.browser = await boot(this.launchOptions, this.features, url).catch((again: unknown) => {
           this.deps.log?.('session browser could not be restarted', { session: this.id, error: String(again) });
           throw err;
         });
