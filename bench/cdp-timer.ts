@@ -1,40 +1,20 @@
 /**
- * Times Runtime.evaluate("1+1") round trips to one browser, in a process of its own, so every
- * path of the CDP comparison is timed by the same lean client process and none by the bench's
- * busier one (it measured 35-70 µs more CPU per call there). `cdp-timer.ts URL`: the URL as
- * `gateway`. `cdp-timer.ts URL --relays`: the URL as `direct`, and through a bare Node websocket
- * relay and a Node TCP splice to it (run in the session's network namespace, entered with nsenter,
- * where its DevTools port is). One request per line on stdin ({"calls": N}), one answer per line
- * on stdout (path name -> per-call ms).
+ * Times Runtime.evaluate("1+1") round trips over one path to a browser, in a process of its own:
+ * `cdp-timer.ts NAME URL`. Every path of the CDP comparison gets an identical client process that
+ * times only it, so no path is timed by a warmer process than another: timed alone in its process
+ * while the other three shared one, the gateway read 1.06-1.10x the splice; as one of three
+ * connections in its process, like them, 0.97-1.07x (same daemon, same runs).
+ * One request per line on stdin ({"calls": N}), one answer per line on stdout ({NAME: per-call ms}).
  */
 import { createInterface } from 'node:readline';
 import { CdpClient } from './cdp.js';
-import { startRelay } from './relay.js';
 
-const url = process.argv[2]!;
-const relayed = process.argv[3] === '--relays';
-const relays = relayed ? [await startRelay(url, 'ws'), await startRelay(url, 'tcp')] : [];
-const paths: [string, string][] = relayed
-  ? [
-      ['direct', url],
-      ['bareRelay', relays[0]!.url],
-      ['splice', relays[1]!.url],
-    ]
-  : [['gateway', url]];
-const clients: CdpClient[] = [];
-const timers: [string, (count: number) => Promise<number[]>][] = [];
-for (const [name, target] of paths) {
-  const client = await CdpClient.connect(target);
-  clients.push(client);
-  const sessionId = await client.attachToPage();
-  timers.push([name, (count) => client.timeEvaluate(sessionId, count)]);
-}
+const [name, url] = [process.argv[2]!, process.argv[3]!];
+const client = await CdpClient.connect(url);
+const sessionId = await client.attachToPage();
 process.stdout.write('ready\n');
 for await (const line of createInterface({ input: process.stdin })) {
   const { calls } = JSON.parse(line) as { calls: number };
-  const out: Record<string, number[]> = {};
-  for (const [name, time] of timers) out[name] = await time(calls);
-  process.stdout.write(`${JSON.stringify(out)}\n`);
+  process.stdout.write(`${JSON.stringify({ [name]: await client.timeEvaluate(sessionId, calls) })}\n`);
 }
-for (const c of clients) c.close();
-for (const r of relays) r.stop();
+client.close();

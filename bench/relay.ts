@@ -20,12 +20,12 @@ export interface Relay {
 /**
  * Starts this file as a child process relaying to `target`: `ws` relays frames with the ws
  * library, `tcp` splices bytes (the floor of any relay in Node: no websocket work at all).
+ * `wrap` prefixes the command (nsenter, to run it in a box's network namespace).
  */
-export async function startRelay(target: string, mode: 'ws' | 'tcp' = 'ws'): Promise<Relay> {
+export async function startRelay(target: string, mode: 'ws' | 'tcp' = 'ws', wrap: string[] = []): Promise<Relay> {
   // execArgv carries tsx's loader, which the child needs to run a .ts file.
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), target, mode], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const command = [...wrap, process.execPath, ...process.execArgv, fileURLToPath(import.meta.url), target, mode];
+  const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`relay exited with ${code}`)));

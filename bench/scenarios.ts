@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { boxProcess, directWsUrl } from './cdp.js';
 import { RawChromiums } from './raw.js';
+import { startRelay } from './relay.js';
 
 export interface BenchContext {
   daemon: TestDaemon;
@@ -213,14 +214,14 @@ export interface RoundTrips {
   splice: number[];
 }
 
-/** A bench/cdp-timer.ts process: one round of `calls` per path it times, on request. */
+/** A bench/cdp-timer.ts process: one round of `calls` over its path, on request. */
 interface TimerProcess {
   round(calls: number): Promise<Record<string, number[]>>;
   stop(): void;
 }
 
-async function startTimer(command: string, args: string[]): Promise<TimerProcess> {
-  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+async function startTimer(command: string[]): Promise<TimerProcess> {
+  const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async () => (await lines.next()).value as string;
   const stop = () => {
@@ -243,37 +244,47 @@ async function startTimer(command: string, args: string[]): Promise<TimerProcess
 /**
  * Runtime.evaluate("1+1") round trips through the gateway against the same session's Chromium
  * reached directly, through a bare relay and through a TCP splice: one browser, one page, so the
- * only difference is what sits in the path. Its DevTools port is in its box's network, so those
- * three are timed there (bench/cdp-timer.ts, entered with nsenter); the gateway's by the same
- * timer in a process of its own here.
+ * only difference is what sits in the path. Its DevTools port is in its box's network, so the
+ * relays and the timers of those three run there (entered with nsenter); the gateway's timer runs
+ * here. Each path has a timer process of its own (bench/cdp-timer.ts), and each round times the
+ * four in a rotated order.
  */
 export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<RoundTrips> {
   const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
   const timer = fileURLToPath(new URL('./cdp-timer.ts', import.meta.url));
-  const timers: TimerProcess[] = [];
+  const stops: (() => void)[] = [];
   try {
-    const boxNet = `--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`;
+    const inBox = ['nsenter', `--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`, '--'];
     const direct = await directWsUrl(ctx.daemon, session.session_id);
-    const inside = await startTimer('nsenter', [boxNet, '--', process.execPath, ...process.execArgv, timer, direct, '--relays']);
-    timers.push(inside);
-    const outside = await startTimer(process.execPath, [...process.execArgv, timer, session.cdp_ws_url]);
-    timers.push(outside);
-    await outside.round(o.warmupCalls);
-    await inside.round(o.warmupCalls);
+    const relay = async (mode: 'ws' | 'tcp') => {
+      const r = await startRelay(direct, mode, inBox);
+      stops.push(r.stop);
+      return r.url;
+    };
+    const paths: [keyof RoundTrips, string, string[]][] = [
+      ['direct', direct, inBox],
+      ['bareRelay', await relay('ws'), inBox],
+      ['splice', await relay('tcp'), inBox],
+      ['gateway', session.cdp_ws_url, []],
+    ];
+    const timers: TimerProcess[] = [];
+    for (const [name, url, wrap] of paths) {
+      const t = await startTimer([...wrap, process.execPath, ...process.execArgv, timer, name, url]);
+      stops.push(t.stop);
+      timers.push(t);
+      await t.round(o.warmupCalls);
+    }
     const out: RoundTrips = { gateway: [], direct: [], bareRelay: [], splice: [] };
-    // Samples are per call, pooled over rounds; each round times the gateway first or last in turn.
+    // Samples are per call, pooled over rounds.
     for (let round = 0; round < o.rounds; round++) {
-      const first = round % 2 === 0;
-      if (first) out.gateway.push(...(await outside.round(o.callsPerRound)).gateway!);
-      const r = await inside.round(o.callsPerRound);
-      if (!first) out.gateway.push(...(await outside.round(o.callsPerRound)).gateway!);
-      out.direct.push(...r.direct!);
-      out.bareRelay.push(...r.bareRelay!);
-      out.splice.push(...r.splice!);
+      for (let i = 0; i < timers.length; i++) {
+        const result = await timers[(i + round) % timers.length]!.round(o.callsPerRound);
+        for (const [name, ms] of Object.entries(result)) out[name as keyof RoundTrips].push(...ms);
+      }
     }
     return out;
   } finally {
-    for (const t of timers) t.stop();
+    for (const stop of stops) stop();
     await deleteSession(ctx.daemon, session.session_id);
   }
 }
