@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { truncate } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import WebSocket from 'ws';
 import type { Box, BoxProcess, ProcessExit } from '../box/box.js';
@@ -152,6 +153,13 @@ export function chromiumArgs(o: Omit<ChromiumOptions, 'box'>): string[] {
 /** One running Chromium in its box: its DevTools endpoint, and the only ways it should end. */
 export class ChromiumProcess implements DevToolsEndpoint {
   private stopping?: Promise<boolean>;
+  /**
+   * A connection to the DevTools port opened ahead for the next connect(): one through the box's
+   * agent is two descriptor hand-overs (agent to launcher to daemon), which took 1.4-17 ms of a
+   * client's CDP connect on a busy machine. Chromium keeps an idle connection open.
+   */
+  private spare?: Promise<Socket | undefined>;
+  private ending = false;
 
   constructor(
     private readonly proc: BoxProcess,
@@ -180,7 +188,34 @@ export class ChromiumProcess implements DevToolsEndpoint {
     return `http://${u.host}`;
   }
 
-  connect(): Promise<Duplex> {
+  async connect(): Promise<Duplex> {
+    const spare = this.spare;
+    this.spare = undefined;
+    this.openSpare();
+    const socket = await spare;
+    return socket && !socket.destroyed && socket.readable ? socket : this.open();
+  }
+
+  /** Opens the next spare connection, unless the browser is ending. */
+  openSpare(): void {
+    if (this.ending || this.spare || !this.running) return;
+    const spare = this.open().then(
+      (socket) => {
+        // Dropped if Chromium or the box closes it while it waits.
+        socket.once('close', () => {
+          if (this.spare === spare) this.spare = undefined;
+        });
+        return socket;
+      },
+      () => {
+        if (this.spare === spare) this.spare = undefined;
+        return undefined;
+      },
+    );
+    this.spare = spare;
+  }
+
+  private open(): Promise<Socket> {
     return this.box.connect({ port: Number(new URL(this.wsUrl).port) });
   }
 
@@ -193,12 +228,15 @@ export class ChromiumProcess implements DevToolsEndpoint {
    * whatever is left of its process group is killed. Resolves whether Chromium exited by itself.
    */
   close(graceMs = 5000): Promise<boolean> {
+    // Browser.close below takes the spare connection, and none is opened after it.
+    this.ending = true;
     this.stopping ??= (async () => {
       const closed = await within(
         graceMs,
         sendBrowserClose(this).then(() => this.exited),
       );
       this.proc.kill('SIGKILL');
+      void this.spare?.then((socket) => socket?.destroy());
       if (!closed) await within(2000, this.exited);
       return closed;
     })();
@@ -327,5 +365,7 @@ export async function launchChromium(o: ChromiumOptions): Promise<ChromiumProces
   });
   const port = Number(new URL(wsUrl).port);
   o.box.setBrowser(child, port, new URL(wsUrl).pathname);
-  return new ChromiumProcess(child, o.box, wsUrl, () => tail);
+  const browser = new ChromiumProcess(child, o.box, wsUrl, () => tail);
+  browser.openSpare();
+  return browser;
 }
