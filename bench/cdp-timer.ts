@@ -1,20 +1,42 @@
 /**
- * Times Runtime.evaluate("1+1") round trips over one path to a browser, in a process of its own:
- * `cdp-timer.ts NAME URL`. Every path of the CDP comparison gets an identical client process that
- * times only it, so no path is timed by a warmer process than another: timed alone in its process
- * while the other three shared one, the gateway read 1.06-1.10x the splice; as one of three
- * connections in its process, like them, 0.97-1.07x (same daemon, same runs).
- * One request per line on stdin ({"calls": N}), one answer per line on stdout ({NAME: per-call ms}).
+ * Times Runtime.evaluate("1+1") round trips over several paths to one browser, call by call in
+ * turn, in one process of its own: every path is timed by the same client at the same moments,
+ * so neither the machine's load (others share its cores, and swing it within seconds) nor a
+ * warmer or colder client favours one. `cdp-timer.ts JSON`: [{name, url, netns?}], where a path
+ * with `netns` is a DevTools URL inside that network namespace (bench/box-connect.ts reaches it).
+ * One request per line on stdin ({"calls": N}: N calls per path), one answer per line on stdout
+ * (path name -> per-call ms).
  */
 import { createInterface } from 'node:readline';
+import { boxConnector } from './box-connect.js';
 import { CdpClient } from './cdp.js';
 
-const [name, url] = [process.argv[2]!, process.argv[3]!];
-const client = await CdpClient.connect(url);
-const sessionId = await client.attachToPage();
+interface Path {
+  name: string;
+  url: string;
+  netns?: string;
+}
+
+const paths = JSON.parse(process.argv[2]!) as Path[];
+const clients: { name: string; client: CdpClient; sessionId: string }[] = [];
+for (const path of paths) {
+  const box = path.netns ? await boxConnector(path.netns) : undefined;
+  const socket = box && (await box.connect(Number(new URL(path.url).port)));
+  box?.stop();
+  const client = await CdpClient.connect(path.url, socket);
+  clients.push({ name: path.name, client, sessionId: await client.attachToPage() });
+}
 process.stdout.write('ready\n');
 for await (const line of createInterface({ input: process.stdin })) {
   const { calls } = JSON.parse(line) as { calls: number };
-  process.stdout.write(`${JSON.stringify({ [name]: await client.timeEvaluate(sessionId, calls) })}\n`);
+  const out: Record<string, number[]> = Object.fromEntries(clients.map((c) => [c.name, []]));
+  for (let i = 0; i < calls; i++) {
+    // Each call starts the turn at the next path, so none is always timed right after another.
+    for (let j = 0; j < clients.length; j++) {
+      const { name, client, sessionId } = clients[(i + j) % clients.length]!;
+      out[name]!.push(...(await client.timeEvaluate(sessionId, 1)));
+    }
+  }
+  process.stdout.write(`${JSON.stringify(out)}\n`);
 }
-client.close();
+for (const { client } of clients) client.close();

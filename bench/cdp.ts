@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import WebSocket, { type RawData } from 'ws';
 import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
@@ -28,8 +29,9 @@ export class CdpClient {
     ws.on('close', () => this.failAll(new Error('CDP websocket closed')));
   }
 
-  static async connect(url: string): Promise<CdpClient> {
-    const ws = new WebSocket(url, { perMessageDeflate: false });
+  /** `socket`: a connection to the URL's port made elsewhere (inside a box), used instead of dialling it. */
+  static async connect(url: string, socket?: Socket): Promise<CdpClient> {
+    const ws = new WebSocket(url, { perMessageDeflate: false, ...(socket ? { createConnection: () => socket as never } : {}) });
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('error', reject);

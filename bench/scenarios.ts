@@ -214,14 +214,16 @@ export interface RoundTrips {
   splice: number[];
 }
 
-/** A bench/cdp-timer.ts process: one round of `calls` over its path, on request. */
+/** The bench/cdp-timer.ts process: one round of `calls` per path, on request. */
 interface TimerProcess {
   round(calls: number): Promise<Record<string, number[]>>;
   stop(): void;
 }
 
-async function startTimer(command: string[]): Promise<TimerProcess> {
-  const child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+async function startTimer(args: string[]): Promise<TimerProcess> {
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(new URL('./cdp-timer.ts', import.meta.url)), ...args], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async () => (await lines.next()).value as string;
   const stop = () => {
@@ -244,43 +246,35 @@ async function startTimer(command: string[]): Promise<TimerProcess> {
 /**
  * Runtime.evaluate("1+1") round trips through the gateway against the same session's Chromium
  * reached directly, through a bare relay and through a TCP splice: one browser, one page, so the
- * only difference is what sits in the path. Its DevTools port is in its box's network, so the
- * relays and the timers of those three run there (entered with nsenter); the gateway's timer runs
- * here. Each path has a timer process of its own (bench/cdp-timer.ts), and each round times the
- * four in a rotated order.
+ * only difference is what sits in the path. Its DevTools port is in its box's network namespace:
+ * the direct path and the relays' upstreams are sockets connected there and handed over, as the
+ * daemon's own are (bench/box-connect.ts). One client process times all four, call by call in
+ * turn (bench/cdp-timer.ts).
  */
 export async function cdpRoundTrips(ctx: BenchContext, o: RoundTripOptions): Promise<RoundTrips> {
   const session = await createSession(ctx.daemon, { headless: true, timeout_seconds: 600 });
-  const timer = fileURLToPath(new URL('./cdp-timer.ts', import.meta.url));
   const stops: (() => void)[] = [];
   try {
-    const inBox = ['nsenter', `--net=/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`, '--'];
+    const netns = `/proc/${await boxProcess(ctx.daemon.home, session.session_id)}/ns/net`;
     const direct = await directWsUrl(ctx.daemon, session.session_id);
     const relay = async (mode: 'ws' | 'tcp') => {
-      const r = await startRelay(direct, mode, inBox);
+      const r = await startRelay(direct, mode, netns);
       stops.push(r.stop);
       return r.url;
     };
-    const paths: [keyof RoundTrips, string, string[]][] = [
-      ['direct', direct, inBox],
-      ['bareRelay', await relay('ws'), inBox],
-      ['splice', await relay('tcp'), inBox],
-      ['gateway', session.cdp_ws_url, []],
+    const paths = [
+      { name: 'direct', url: direct, netns },
+      { name: 'bareRelay', url: await relay('ws') },
+      { name: 'splice', url: await relay('tcp') },
+      { name: 'gateway', url: session.cdp_ws_url },
     ];
-    const timers: TimerProcess[] = [];
-    for (const [name, url, wrap] of paths) {
-      const t = await startTimer([...wrap, process.execPath, ...process.execArgv, timer, name, url]);
-      stops.push(t.stop);
-      timers.push(t);
-      await t.round(o.warmupCalls);
-    }
+    const timer = await startTimer([JSON.stringify(paths)]);
+    stops.push(timer.stop);
+    await timer.round(o.warmupCalls);
     const out: RoundTrips = { gateway: [], direct: [], bareRelay: [], splice: [] };
     // Samples are per call, pooled over rounds.
     for (let round = 0; round < o.rounds; round++) {
-      for (let i = 0; i < timers.length; i++) {
-        const result = await timers[(i + round) % timers.length]!.round(o.callsPerRound);
-        for (const [name, ms] of Object.entries(result)) out[name as keyof RoundTrips].push(...ms);
-      }
+      for (const [name, ms] of Object.entries(await timer.round(o.callsPerRound))) out[name as keyof RoundTrips].push(...ms);
     }
     return out;
   } finally {
