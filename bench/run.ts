@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
+import { cpuPerCycle } from './cpu.js';
 import { boxesPssMiB, cliStartup, footprint, loadRound, sessionPss, type LoadRound } from './footprint.js';
 import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import {
@@ -144,6 +145,9 @@ async function measure({ cold, warm }: Contexts): Promise<{
   const [warmCycles] = await interleave(CONFIG.cycleWarmup, CONFIG.cycles, [() => warmCycle(warm)]);
   const [coldCycles, rawCycles] = await interleave(CONFIG.cycleWarmup, CONFIG.cycles, [() => daemonCyclePhases(cold), () => rawCyclePhases(cold)]);
 
+  progress(`cpu: ${CONFIG.cycles} cold and raw cycles, alternating, CPU time counted per cycle`);
+  const cpu = await cpuPerCycle({ raw: cold.raw, pageUrl: cold.pageUrl, cycles: CONFIG.cycles });
+
   progress(`cdp: ${CONFIG.rounds} rounds x ${CONFIG.callsPerRound} Runtime.evaluate per path`);
   const cdp = await cdpRoundTrips(cold, CONFIG);
 
@@ -190,6 +194,8 @@ async function measure({ cold, warm }: Contexts): Promise<{
       rbrowse: summarize(coldCycles!.map((c) => c[p])),
       raw: summarize(rawCycles!.map((c) => c[p])),
     })),
+    // What a back-to-back cycle on two cores is bound by: everything a session runs, against a raw browser.
+    ...(cpu ? [{ metric: 'CPU time per cycle, cold vs raw', unit: 'ms' as const, rbrowse: summarize(cpu.rbrowse), raw: summarize(cpu.raw) }] : []),
     { metric: 'cdp: Runtime.evaluate 1+1, gateway vs direct', unit: 'us', rbrowse: summarize(cdp.gateway), raw: summarize(cdp.direct), goal: 1.15 },
     // Not rbrowse: what any Node process in the path costs here, to read the line above against.
     { metric: 'cdp via a Node TCP splice (floor)', unit: 'us', rbrowse: summarize(cdp.splice), raw: summarize(cdp.direct) },
