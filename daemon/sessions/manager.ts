@@ -267,6 +267,12 @@ export class SessionManager {
     for (const jwt of Object.values(jwts)) this.jwtOwners.set(jwt, record.id);
   }
 
+  /** A session's jwts stop opening anything. */
+  private forgetJwts(id: string): void {
+    for (const jwt of Object.values(this.jwts.get(id) ?? {})) this.jwtOwners.delete(jwt);
+    this.jwts.delete(id);
+  }
+
   private async derive(record: SessionRecord): Promise<Jwts> {
     const at = new Date(record.created_at);
     const [cdp, live, view] = await Promise.all([
@@ -345,6 +351,8 @@ export class SessionManager {
 
   /** What a create that could not start its browser answers. */
   private startFailed(record: SessionRecord, err: unknown): ApiError {
+    // Never stored, so never retired: its jwts go now.
+    this.forgetJwts(record.id);
     this.deps.log('session start failed', { session: record.id, error: (err as Error).message });
     // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
     if (err instanceof ApiError) return err;
@@ -368,6 +376,7 @@ export class SessionManager {
       await this.deps.store.update((s) => void s.sessions.push(record));
     } catch (err) {
       // Not stored (a full disk; the store has taken the record out again): it must not run unrecorded.
+      this.forgetJwts(record.id);
       this.track(session.stop());
       throw err;
     }
@@ -629,8 +638,7 @@ export class SessionManager {
    */
   private async retire(record: SessionRecord): Promise<void> {
     delete record.runtime;
-    for (const jwt of Object.values(this.jwts.get(record.id) ?? {})) this.jwtOwners.delete(jwt);
-    this.jwts.delete(record.id);
+    this.forgetJwts(record.id);
     await this.deps.store.retire('sessions', [record], this.deps.history);
   }
 
