@@ -34,6 +34,7 @@ export async function boxConnector(netns: string): Promise<BoxConnector> {
   });
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the box connector exited with ${code} (nsenter needs root)`)));
     child.once('message', () => resolve());
   });
   let next = 0;

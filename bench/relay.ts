@@ -38,7 +38,8 @@ function serve(target: URL, box: BoxConnector): void {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   const server = createServer();
   server.on('upgrade', async (req, socket, head) => {
-    const connected = await box.connect(Number(target.port));
+    const connected = await box.connect(Number(target.port)).catch(() => undefined);
+    if (!connected) return void socket.destroy();
     const upstream = new WebSocket(target, { perMessageDeflate: false, createConnection: () => connected as never });
     upstream.once('error', () => socket.destroy());
     upstream.once('open', () =>
@@ -56,7 +57,8 @@ function serve(target: URL, box: BoxConnector): void {
 /** Every connection gets its own connection to the target's port, and bytes flow both ways untouched. */
 function splice(target: URL, box: BoxConnector): void {
   const server = createNetServer({ pauseOnConnect: true }, async (client) => {
-    const upstream = await box.connect(Number(target.port));
+    const upstream = await box.connect(Number(target.port)).catch(() => undefined);
+    if (!upstream) return void client.destroy();
     client.setNoDelay(true);
     upstream.setNoDelay(true);
     client.pipe(upstream).pipe(client);
