@@ -13,7 +13,8 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'n
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { shellEnv } from './lifecycle.js';
 import type { RawChromiums } from './raw.js';
-import { createSession, deleteSession, rawCyclePhases, settle, visit } from './scenarios.js';
+import { sleep } from '../daemon/lib/procs.js';
+import { daemonCyclePhases, rawCyclePhases } from './scenarios.js';
 
 const CPUACCT = '/sys/fs/cgroup/cpuacct';
 /** After a cycle, what it set off (a browser's exit, a spare box's start) gets this long to finish before usage is read. */
@@ -36,7 +37,6 @@ function ownGroup(): string | undefined {
 
 const usageMs = (group: string) => Number(readFileSync(`${group}/cpuacct.usage`, 'utf8')) / 1e6;
 const enter = (group: string) => writeFileSync(`${group}/cgroup.procs`, String(process.pid));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `cycles` cold rbrowse cycles and as many raw ones, alternating; undefined where CPU cannot be counted this way. */
 export async function cpuPerCycle(o: { raw: RawChromiums; pageUrl: string; cycles: number }): Promise<CpuPerCycle | undefined> {
@@ -62,15 +62,8 @@ export async function cpuPerCycle(o: { raw: RawChromiums; pageUrl: string; cycle
       await sleep(TRAIL_MS);
       return groups.reduce((sum, g, i) => sum + usageMs(g) - before[i]!, 0);
     };
-    const rbrowseCycle = async () => {
-      const session = await createSession(daemon, { headless: true });
-      try {
-        await visit(session.cdp_ws_url, o.pageUrl);
-      } finally {
-        await deleteSession(daemon, session.session_id);
-      }
-      await settle(daemon, session.session_id);
-    };
+    // An rbrowse cycle ends once its session is torn down and the spare box started again (settle): both are its cost.
+    const rbrowseCycle = async () => void (await daemonCyclePhases({ daemon, pageUrl: o.pageUrl }));
     const rawCycle = async () => void (await rawCyclePhases({ daemon, raw: o.raw, pageUrl: o.pageUrl }));
     await sleep(TRAIL_MS);
     // One of each first, untimed: first-use work (a validator compiled, a cache filled).
