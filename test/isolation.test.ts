@@ -460,7 +460,7 @@ describe('between sessions, apps and the host (lines 4-7)', () => {
     try {
       const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
       const url = new URL(server.url);
-      // The daemon reads the host's listening ports every second: a server started a moment ago is there within it.
+      // A server started a moment ago changes the host's socket counts, which the daemon checks every second: it is there within one.
       const res = await waitFor(() => page.goto(`http://localhost:${url.port}/hello.html`).catch(() => undefined), 10_000, 'the page to load');
       assert.equal(res?.status(), 200);
     } finally {

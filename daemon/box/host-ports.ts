@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 
-/** How often the host's listening ports are read while boxes run. */
+/** How often the host's socket counts are read while boxes run. */
 const POLL_MS = 1000;
+/** The longest the ports go unread while boxes run, whatever the counts say. */
+const RESCAN_MS = 10_000;
 /** Loopback and wildcard addresses in /proc/net/tcp{,6}'s hex form: what a box's localhost should reach. */
 const LOCAL_V4 = new Set(['0100007F', '00000000']);
 const LOCAL_V6 = new Set(['00000000000000000000000001000000', '00000000000000000000000000000000']);
@@ -27,10 +29,25 @@ export async function hostLoopbackPorts(): Promise<number[]> {
 }
 
 /**
+ * How many TCP sockets the host's network namespace has, listening ones included: a port that
+ * opens or closes changes it. It reads in microseconds, where the tables above cost ~4 ms of
+ * system time (the kernel walks every bucket of its TCP hash for them, empty or not: 24 GiB here).
+ */
+export async function hostSocketCounts(): Promise<string> {
+  const counts = await Promise.all(
+    ['/proc/self/net/sockstat', '/proc/self/net/sockstat6'].map(
+      async (file) => /^TCP6?: inuse (\d+)/m.exec(await readFile(file, 'latin1').catch(() => ''))?.[1] ?? '',
+    ),
+  );
+  return counts.join(' ');
+}
+
+/**
  * The host's loopback services as every box sees them: a page in a session opens
  * http://localhost:3000 and reaches the developer's server on the host, though the box has a
  * network namespace of its own. The ports listening on the host's loopback are read from /proc
- * (every second while boxes run, and at once when one asks: a create, a hand-over), each box's
+ * (at once when one asks: a create, a hand-over; while boxes run, whenever the host's socket
+ * counts changed since, checked every second, and every RESCAN_MS at the latest), each box's
  * agent listens on the same ports inside, and the connections it accepts come here, to be
  * connected to the host. `RBROWSE_HOST_LOOPBACK=off` keeps the host's loopback out of boxes.
  */
@@ -41,6 +58,8 @@ export class HostPorts {
   private readonly boxes = new Set<{ forward(ports: number[]): void }>();
   private timer?: NodeJS.Timeout;
   private reading?: Promise<void>;
+  /** The socket counts when the ports were last read, and when that was. */
+  private scanned = { counts: '', at: 0 };
 
   constructor(private readonly enabled: boolean) {}
 
@@ -69,7 +88,9 @@ export class HostPorts {
   async refresh(): Promise<void> {
     if (!this.enabled) return;
     this.reading ??= (async () => {
+      const counts = await hostSocketCounts();
       const ports = await hostLoopbackPorts();
+      this.scanned = { counts, at: Date.now() };
       if (ports.join() !== this.current.join()) {
         this.current = ports;
         for (const box of this.boxes) box.forward(this.wanted());
@@ -115,8 +136,14 @@ export class HostPorts {
   private schedule(): void {
     if (!this.enabled || this.timer || !this.boxes.size) return;
     void this.refresh().catch(() => {});
-    this.timer = setInterval(() => void this.refresh().catch(() => {}), POLL_MS);
+    this.timer = setInterval(() => void this.poll().catch(() => {}), POLL_MS);
     this.timer.unref();
+  }
+
+  /** A rescan when a socket came or went since the last one (or it is RESCAN_MS old). */
+  private async poll(): Promise<void> {
+    if (Date.now() - this.scanned.at < RESCAN_MS && (await hostSocketCounts()) === this.scanned.counts) return;
+    await this.refresh();
   }
 
   private stopPolling(): void {

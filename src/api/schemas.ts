@@ -327,7 +327,10 @@ export const DaemonResourcesSchema = Type.Object({
   sessions: Type.Integer({ description: 'Browser sessions running, pool browsers included (standby browsers are counted in /health)' }),
   event_loop_delay_ms: Type.Object(
     { p50: Type.Number(), p99: Type.Number(), max: Type.Number() },
-    { description: "How late the daemon's event loop ran, since the previous reading (every request waits at least that)" },
+    {
+      description:
+        "How late the daemon's event loop ran, since the previous reading (every request waits at least that). It is sampled only after a reading, for 10 minutes from the last one: a first reading, or one after a longer pause, says 0",
+    },
   ),
   connections: Type.Object(
     {
