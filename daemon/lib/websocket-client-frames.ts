@@ -69,7 +69,7 @@ export class ClientFrames<T> {
       }
       const frame = readHeader(buf, pos);
       if (!frame) break;
-      if ('refuse' in frame) return this.stop(buf, pos, { kind: 'refuse', ...frame.refuse });
+      if (frame.refuse) return this.stop(buf, pos, { kind: 'refuse', ...frame.refuse });
       const broken = this.check(frame);
       if (broken) return this.stop(buf, pos, { kind: 'refuse', ...broken });
       const end = pos + frame.headerLength + frame.length;
@@ -121,6 +121,8 @@ export class ClientFrames<T> {
 }
 
 interface Header {
+  /** Set alone when the frame cannot be taken: why. */
+  refuse?: { code: number; reason: string };
   fin: boolean;
   opcode: number;
   length: number;
@@ -129,18 +131,21 @@ interface Header {
   mask: number;
 }
 
+/** Why a frame cannot be taken, shaped as a Header so the scan's checks of it stay monomorphic. */
+const refused = (code: number, reason: string): Header => ({ refuse: { code, reason }, fin: false, opcode: 0, length: 0, headerLength: 0, mask: 0 });
+
 /** The frame header at `pos`, undefined while it is incomplete, or why it cannot be taken. */
-function readHeader(buf: Buffer, pos: number): Header | { refuse: { code: number; reason: string } } | undefined {
+function readHeader(buf: Buffer, pos: number): Header | undefined {
   if (buf.length - pos < 2) return undefined;
   const b0 = buf[pos]!;
   const b1 = buf[pos + 1]!;
   const opcode = b0 & 0x0f;
   // No extension was negotiated (the gateway offers Chromium none), so no RSV bit may be set.
-  if (b0 & 0x70) return { refuse: { code: 1002, reason: 'RSV bits set with no extension negotiated' } };
+  if (b0 & 0x70) return refused(1002, 'RSV bits set with no extension negotiated');
   if (!(opcode <= OPCODE.binary || (opcode >= OPCODE.close && opcode <= OPCODE.pong))) {
-    return { refuse: { code: 1002, reason: `invalid opcode ${opcode}` } };
+    return refused(1002, `invalid opcode ${opcode}`);
   }
-  if (!(b1 & 0x80)) return { refuse: { code: 1002, reason: 'a client frame must be masked' } };
+  if (!(b1 & 0x80)) return refused(1002, 'a client frame must be masked');
   let length = b1 & 0x7f;
   let at = pos + 2;
   if (length === 126) {
@@ -151,12 +156,12 @@ function readHeader(buf: Buffer, pos: number): Header | { refuse: { code: number
     if (buf.length - at < 8) return undefined;
     const high = buf.readUInt32BE(at);
     // Past 2^53 - 1 the length cannot be held exactly; no message that large is taken anyway.
-    if (high > 0x1fffff) return { refuse: { code: 1009, reason: 'a frame longer than 2^53 - 1 bytes' } };
+    if (high > 0x1fffff) return refused(1009, 'a frame longer than 2^53 - 1 bytes');
     length = high * 2 ** 32 + buf.readUInt32BE(at + 4);
     at += 8;
   }
   if (buf.length - at < 4) return undefined;
-  return { fin: (b0 & 0x80) !== 0, opcode, length, headerLength: at + 4 - pos, mask: at };
+  return { refuse: undefined, fin: (b0 & 0x80) !== 0, opcode, length, headerLength: at + 4 - pos, mask: at };
 }
 
 /** The payload at `start` unmasked into `into` (which must be large enough): a view of `into`. */

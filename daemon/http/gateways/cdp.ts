@@ -241,9 +241,12 @@ export class CdpGateway {
   }
 }
 
+/** A Buffer, not a string: Buffer.includes() encodes a string needle afresh on every call. */
+const BROWSER_CLOSE_METHOD = Buffer.from('"Browser.close"');
+
 /** The id (and session) of a Browser.close command; the substring test keeps JSON.parse off the hot path. */
 function browserClose(data: Buffer): { id: number; sessionId?: string } | undefined {
-  if (!data.includes('"Browser.close"')) return undefined;
+  if (!data.includes(BROWSER_CLOSE_METHOD)) return undefined;
   try {
     const msg = JSON.parse(data.toString('utf8')) as { id?: unknown; method?: unknown; sessionId?: unknown };
     if (msg.method !== 'Browser.close' || typeof msg.id !== 'number') return undefined;
