@@ -7,7 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ROOT, daemonPid, type TestDaemon } from '../test/helpers/daemon.js';
-import { findMarkedProcesses } from '../daemon/lib/procs.js';
+import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
 import { chromium } from 'playwright';
 import { createSession, deleteSession, interleave, type BenchContext } from './scenarios.js';
 import { summarize, type Summary } from './stats.js';
@@ -73,6 +73,34 @@ export async function boxesPssMiB(d: TestDaemon): Promise<number> {
     if (!environ.split('\0').includes('RBROWSE_SESSION=launcher')) pids.push(pid);
   }
   return pssMiB(pids);
+}
+
+/** Clock ticks a second in /proc/PID/stat (USER_HZ: 100 on Linux). */
+const USER_HZ = 100;
+
+/** User and system CPU of one process so far, in clock ticks; undefined once it is gone. */
+async function cpuTicks(pid: number): Promise<number | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '');
+  if (!stat) return undefined;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/**
+ * CPU time of the daemon and everything it started (launcher, boxes, standby browsers) over `ms`
+ * of idling, in ms per second. A daemon with nothing to do should cost next to nothing: a
+ * laptop's core that the daemon wakes many times a second never sleeps.
+ */
+export async function idleCpuMsPerS(d: TestDaemon, ms: number): Promise<number> {
+  const pids = [...new Set([await daemonPid(d), ...(await findMarkedProcesses(d.home))])];
+  const before = await Promise.all(pids.map(cpuTicks));
+  await sleep(ms);
+  const after = await Promise.all(pids.map(cpuTicks));
+  let ticks = 0;
+  pids.forEach((_, i) => {
+    if (before[i] !== undefined && after[i] !== undefined) ticks += after[i]! - before[i]!;
+  });
+  return (ticks * 1000) / USER_HZ / (ms / 1000);
 }
 
 export interface LoadRound extends Footprint {

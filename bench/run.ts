@@ -11,11 +11,12 @@
  */
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { sleep } from '../daemon/lib/procs.js';
 import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
 import { cpuPerCycle } from './cpu.js';
-import { boxesPssMiB, cliStartup, footprint, loadRound, sessionPss, type LoadRound } from './footprint.js';
+import { boxesPssMiB, cliStartup, footprint, idleCpuMsPerS, loadRound, sessionPss, type LoadRound } from './footprint.js';
 import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import {
   cdpRoundTrips,
@@ -49,6 +50,10 @@ const CONFIG = {
   loadRounds: intEnv('BENCH_LOAD_ROUNDS', 3),
   loadMs: intEnv('BENCH_LOAD_MS', 15_000),
 };
+
+/** How long idle CPU is counted, and how long a standby browser's start is given to quiet down first. */
+const IDLE_CPU_MS = 10_000;
+const IDLE_SETTLE_MS = 5_000;
 
 interface Contexts {
   /** Standby off: every create launches (the cold path). */
@@ -127,12 +132,21 @@ async function measure({ cold, warm }: Contexts): Promise<{
   rows: Comparison[];
   bursts: BurstRun[];
   rounds: LoadRound[];
-  idle: { cold: number; warm: number; spareBox: number };
+  idle: { cold: number; warm: number; spareBox: number; cpuCold: number; cpuWarm: number };
   memory: { session: number; raw: number };
 }> {
   // Idle first, before anything has run in them.
   await spareReady(cold.daemon);
-  const idle = { cold: (await footprint(cold.daemon)).rssMiB, warm: (await footprint(warm.daemon)).rssMiB, spareBox: await boxesPssMiB(cold.daemon) };
+  const rss = {
+    cold: (await footprint(cold.daemon)).rssMiB,
+    warm: (await footprint(warm.daemon)).rssMiB,
+    spareBox: await boxesPssMiB(cold.daemon),
+  };
+  // Both idle at once, the standby browser's start (and the second or so Chromium works after it) over.
+  await standbyReady(warm.daemon);
+  await sleep(IDLE_SETTLE_MS);
+  const [cpuCold, cpuWarm] = await Promise.all([idleCpuMsPerS(cold.daemon, IDLE_CPU_MS), idleCpuMsPerS(warm.daemon, IDLE_CPU_MS)]);
+  const idle = { ...rss, cpuCold, cpuWarm };
 
   // Standby samples run on their own, and the cold ones in pairs with raw launches: interleaved
   // with standby creates, a cold create often came right after a standby refill, which no raw
@@ -224,6 +238,9 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
   console.log(renderBursts(r.bursts));
   console.log(`\ndaemon RSS idle: ${r.idle.cold.toFixed(0)} MiB (standby off), ${r.idle.warm.toFixed(0)} MiB (default standby); goal <= 80 MiB`);
   console.log(`spare session box (RBROWSE_SPARE_BOXES=1), outside the daemon: ${r.idle.spareBox.toFixed(0)} MiB PSS`);
+  console.log(
+    `idle CPU of the daemon and all it started, over ${IDLE_CPU_MS / 1000} s: ${r.idle.cpuCold.toFixed(1)} ms a second (standby off, a spare box), ${r.idle.cpuWarm.toFixed(1)} ms (default standby)`,
+  );
   console.log(
     `a headless session with a page loaded: ${r.memory.session.toFixed(0)} MiB PSS (its whole box), a raw Chromium ${r.memory.raw.toFixed(0)} MiB (${(r.memory.session / r.memory.raw).toFixed(2)}x)`,
   );
