@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 
@@ -33,13 +34,17 @@ export async function hostLoopbackPorts(): Promise<number[]> {
  * opens or closes changes it. It reads in microseconds, where the tables above cost ~4 ms of
  * system time (the kernel walks every bucket of its TCP hash for them, empty or not: 24 GiB here).
  */
-export async function hostSocketCounts(): Promise<string> {
-  const counts = await Promise.all(
-    ['/proc/self/net/sockstat', '/proc/self/net/sockstat6'].map(
-      async (file) => /^TCP6?: inuse (\d+)/m.exec(await readFile(file, 'latin1').catch(() => ''))?.[1] ?? '',
-    ),
-  );
-  return counts.join(' ');
+export function hostSocketCounts(): string {
+  // Read in place: ~20 µs a file, where an asynchronous read is five thread-pool round trips,
+  // each waking the daemon, every second.
+  const read = (file: string) => {
+    try {
+      return readFileSync(file, 'latin1');
+    } catch {
+      return '';
+    }
+  };
+  return ['/proc/self/net/sockstat', '/proc/self/net/sockstat6'].map((file) => /^TCP6?: inuse (\d+)/m.exec(read(file))?.[1] ?? '').join(' ');
 }
 
 /**
@@ -88,7 +93,7 @@ export class HostPorts {
   async refresh(): Promise<void> {
     if (!this.enabled) return;
     this.reading ??= (async () => {
-      const counts = await hostSocketCounts();
+      const counts = hostSocketCounts();
       const ports = await hostLoopbackPorts();
       this.scanned = { counts, at: Date.now() };
       if (ports.join() !== this.current.join()) {
@@ -142,7 +147,7 @@ export class HostPorts {
 
   /** A rescan when a socket came or went since the last one (or it is RESCAN_MS old). */
   private async poll(): Promise<void> {
-    if (Date.now() - this.scanned.at < RESCAN_MS && (await hostSocketCounts()) === this.scanned.counts) return;
+    if (Date.now() - this.scanned.at < RESCAN_MS && hostSocketCounts() === this.scanned.counts) return;
     await this.refresh();
   }
 
