@@ -28,6 +28,7 @@ import {
   rawCyclePhases,
   rawLaunch,
   spareReady,
+  standbyFull,
   standbyReady,
   startHarness,
   type BenchContext,
@@ -53,7 +54,7 @@ const CONFIG = {
 
 /** How long idle CPU is counted, and how long a standby browser's start is given to quiet down first. */
 const IDLE_CPU_MS = 10_000;
-const IDLE_SETTLE_MS = 5_000;
+const IDLE_SETTLE_MS = 15_000;
 
 interface Contexts {
   /** Standby off: every create launches (the cold path). */
@@ -142,8 +143,8 @@ async function measure({ cold, warm }: Contexts): Promise<{
     warm: (await footprint(warm.daemon)).rssMiB,
     spareBox: await boxesPssMiB(cold.daemon),
   };
-  // Both idle at once, the standby browser's start (and the second or so Chromium works after it) over.
-  await standbyReady(warm.daemon);
+  // Both idle at once, every standby browser's start over (Chromium works for 8-20 s after one).
+  await standbyFull(warm.daemon);
   await sleep(IDLE_SETTLE_MS);
   const [cpuCold, cpuWarm] = await Promise.all([idleCpuMsPerS(cold.daemon, IDLE_CPU_MS), idleCpuMsPerS(warm.daemon, IDLE_CPU_MS)]);
   const idle = { ...rss, cpuCold, cpuWarm };

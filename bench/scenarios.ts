@@ -154,6 +154,19 @@ export async function standbyReady(d: TestDaemon, kind = 'headless@1920x1080@25'
   }
 }
 
+/** Until every kind of the daemon's standby set has all the browsers it keeps ready. */
+export async function standbyFull(d: TestDaemon, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const kinds = Object.values(
+      ((await d.api('GET', '/health', undefined, null)).body?.standby ?? {}) as Record<string, { ready: number; wanted: number }>,
+    );
+    if (kinds.every((k) => k.ready >= k.wanted)) return;
+    if (Date.now() > deadline) throw new Error(`the standby set was not full within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** create -> connectOverCDP -> goto -> disconnect -> DELETE, each part timed. */
 export async function daemonCyclePhases(ctx: Pick<BenchContext, 'daemon' | 'pageUrl'>): Promise<CyclePhases> {
   const start = performance.now();
