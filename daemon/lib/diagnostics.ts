@@ -15,7 +15,11 @@ let unwatched: NodeJS.Timeout | undefined;
 function watchLoopDelay(): void {
   loopDelay.enable();
   clearTimeout(unwatched);
-  unwatched = setTimeout(() => loopDelay.disable(), WATCHED_MS);
+  unwatched = setTimeout(() => {
+    loopDelay.disable();
+    // A reading after the pause covers none of it: it says 0, not what the last window held.
+    loopDelay.reset();
+  }, WATCHED_MS);
   unwatched.unref();
 }
 
