@@ -88,12 +88,21 @@ export async function settle(d: TestDaemon, id: string): Promise<void> {
 }
 
 /** Waits (untimed) until the daemon's spare boxes are all started again: their start weighs on no sample. */
-export async function spareReady(d: TestDaemon, timeoutMs = 60_000): Promise<void> {
+export function spareReady(d: TestDaemon, timeoutMs = 60_000): Promise<void> {
+  return healthUntil(
+    d,
+    (h) => !h.spare_boxes || h.spare_boxes.ready >= h.spare_boxes.wanted,
+    `spare boxes not started again within ${timeoutMs} ms`,
+    timeoutMs,
+  );
+}
+
+/** Polls GET /health until `done` holds of its body; throws `failure` past the timeout. */
+async function healthUntil(d: TestDaemon, done: (health: any) => boolean, failure: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const spare = (await d.api('GET', '/health', undefined, null)).body?.spare_boxes;
-    if (!spare || spare.ready >= spare.wanted) return;
-    if (Date.now() > deadline) throw new Error(`spare boxes not started again within ${timeoutMs} ms`);
+    if (done((await d.api('GET', '/health', undefined, null)).body ?? {})) return;
+    if (Date.now() > deadline) throw new Error(failure);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -144,27 +153,18 @@ export async function visit(wsUrl: string, pageUrl: string): Promise<Pick<CycleP
 }
 
 /** Waits until the daemon's standby set has a browser of the kind ready (GET /health). */
-export async function standbyReady(d: TestDaemon, kind = 'headless@1920x1080@25', timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const health = await d.api('GET', '/health', undefined, null);
-    if ((health.body?.standby?.[kind]?.ready ?? 0) > 0) return;
-    if (Date.now() > deadline) throw new Error(`no ${kind} standby browser within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+export function standbyReady(d: TestDaemon, kind = 'headless@1920x1080@25', timeoutMs = 60_000): Promise<void> {
+  return healthUntil(d, (h) => (h.standby?.[kind]?.ready ?? 0) > 0, `no ${kind} standby browser within ${timeoutMs} ms`, timeoutMs);
 }
 
 /** Until every kind of the daemon's standby set has all the browsers it keeps ready. */
-export async function standbyFull(d: TestDaemon, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const kinds = Object.values(
-      ((await d.api('GET', '/health', undefined, null)).body?.standby ?? {}) as Record<string, { ready: number; wanted: number }>,
-    );
-    if (kinds.every((k) => k.ready >= k.wanted)) return;
-    if (Date.now() > deadline) throw new Error(`the standby set was not full within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+export function standbyFull(d: TestDaemon, timeoutMs = 60_000): Promise<void> {
+  return healthUntil(
+    d,
+    (h) => Object.values((h.standby ?? {}) as Record<string, { ready: number; wanted: number }>).every((k) => k.ready >= k.wanted),
+    `the standby set was not full within ${timeoutMs} ms`,
+    timeoutMs,
+  );
 }
 
 /** create -> connectOverCDP -> goto -> disconnect -> DELETE, each part timed. */

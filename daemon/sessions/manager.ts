@@ -82,8 +82,6 @@ export class SessionManager {
   private readonly changeListeners: (() => void)[] = [];
   /** The jwts of sessions not yet in the history; an ended one's are derived again when it is shown. */
   private readonly jwts = new Map<string, Jwts>();
-  /** Which session each of those jwts was issued to. */
-  private readonly jwtOwners = new Map<string, string>();
 
   constructor(private readonly deps: SessionManagerDeps) {
     deps.store.collection('sessions');
@@ -262,15 +260,7 @@ export class SessionManager {
 
   /** The jwts of a session of the org: issued once it is the org's (a standby browser has none). */
   private async sign(record: SessionRecord): Promise<void> {
-    const jwts = await this.derive(record);
-    this.jwts.set(record.id, jwts);
-    for (const jwt of Object.values(jwts)) this.jwtOwners.set(jwt, record.id);
-  }
-
-  /** A session's jwts stop opening anything. */
-  private forgetJwts(id: string): void {
-    for (const jwt of Object.values(this.jwts.get(id) ?? {})) this.jwtOwners.delete(jwt);
-    this.jwts.delete(id);
+    this.jwts.set(record.id, await this.derive(record));
   }
 
   private async derive(record: SessionRecord): Promise<Jwts> {
@@ -352,7 +342,7 @@ export class SessionManager {
   /** What a create that could not start its browser answers. */
   private startFailed(record: SessionRecord, err: unknown): ApiError {
     // Never stored, so never retired: its jwts go now.
-    this.forgetJwts(record.id);
+    this.jwts.delete(record.id);
     this.deps.log('session start failed', { session: record.id, error: (err as Error).message });
     // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
     if (err instanceof ApiError) return err;
@@ -376,7 +366,7 @@ export class SessionManager {
       await this.deps.store.update((s) => void s.sessions.push(record));
     } catch (err) {
       // Not stored (a full disk; the store has taken the record out again): it must not run unrecorded.
-      this.forgetJwts(record.id);
+      this.jwts.delete(record.id);
       this.track(session.stop());
       throw err;
     }
@@ -518,10 +508,11 @@ export class SessionManager {
    * token of an ended session never revives).
    */
   async sessionForToken(jwt: string | undefined | null, scope: TokenScope): Promise<LiveSession> {
-    // A jwt this daemon issued to a session it holds is proof enough: the signature is checked
-    // only for the others, to tell a forged one (401) from an ended session's (404). The check is
-    // a thread-pool job of jose's, which took 0.5-17 ms of a websocket's connect on a busy machine.
-    const id = jwt ? this.jwtOwners.get(jwt) : undefined;
+    // The very jwt this daemon issued to a session it holds is proof enough: the signature is
+    // checked only for the others, to tell a forged one (401) from an ended session's (404). The
+    // check is a thread-pool job of jose's, which took 0.5-17 ms of a websocket's connect on a
+    // busy machine.
+    const id = jwt ? this.deps.tokens.claimedSession(jwt) : undefined;
     const session = id === undefined ? undefined : this.liveSession(id);
     if (!session || this.jwts.get(session.id)?.[scope as keyof Jwts] !== jwt) {
       if (!(await this.deps.tokens.verify(jwt, scope))) throw new UnauthorizedError('missing or invalid jwt');
@@ -638,7 +629,7 @@ export class SessionManager {
    */
   private async retire(record: SessionRecord): Promise<void> {
     delete record.runtime;
-    this.forgetJwts(record.id);
+    this.jwts.delete(record.id);
     await this.deps.store.retire('sessions', [record], this.deps.history);
   }
 
