@@ -49,7 +49,8 @@ const asciiComments: TsupPlugin = {
 
 export default defineConfig({
   // playwright: the Playwright Test fixture (`rbrowse/playwright`), run by the user's own Playwright.
-  entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts', playwright: 'src/playwright.ts' },
+  // cdp-relay: the process that carries the CDP gateway's connections (daemon/http/gateways/cdp-relay.ts).
+  entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts', playwright: 'src/playwright.ts', 'cdp-relay': 'daemon/http/gateways/cdp-relay-process.ts' },
   external: ['@playwright/test'],
   format: ['esm'],
   platform: 'node',

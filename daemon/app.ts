@@ -11,6 +11,7 @@ import { ProcessLauncher } from './box/launcher.js';
 import { Boxes } from './box/boxes.js';
 import type { BoxSupport } from './box/support.js';
 import { CdpGateway } from './http/gateways/cdp.js';
+import { CdpRelay } from './http/gateways/cdp-relay.js';
 import { CDP_PATH, WEBDRIVER_PATH } from './sessions/gateway-paths.js';
 import { UpgradeRouter } from './http/upgrades.js';
 import { Telemetry } from './features/telemetry/telemetry.js';
@@ -142,6 +143,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     Date.parse(r.finished_at ?? r.started_at),
   );
   const launcher = new ProcessLauncher({ home: opts.home, log: opts.log });
+  const cdpRelay = new CdpRelay({ log: opts.log });
   // Every session and app runs in a box of its own (namespaces, users, limits: daemon/box).
   const boxes = await Boxes.create({ home: opts.home, dir: join(opts.home, 'boxes'), host: launcher, log: opts.log });
   // Built before the reaper: a crashed daemon's sessions with save_changes are saved from the disks their boxes left.
@@ -302,7 +304,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const connections = new ConnectionGuard(limits);
   const websockets = new WebsocketLimits(websocketLimitsFromEnv(limits.maxConnections));
   const origins = new OriginCheck();
-  const gateway = new CdpGateway({ sessions, telemetry, limits: websockets, origins, log: opts.log });
+  // Started ahead, so no client's connect waits for it.
+  cdpRelay.start();
+  const gateway = new CdpGateway({ sessions, telemetry, limits: websockets, origins, relay: cdpRelay, log: opts.log });
   const watch = new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) });
   const server = await buildServer({
     limits,
@@ -332,7 +336,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
         appSpares,
         admission,
         () => sessions.running,
-        () => launcher.pid,
+        () => [launcher.pid, cdpRelay.pid],
         connections,
         websockets,
       ),
@@ -424,6 +428,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       await step('histories', () => Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]));
       await step('boxes', () => boxes.close());
       launcher.close();
+      cdpRelay.close();
       // Last: whatever the steps above changed is in both copies of the state file before the exit.
       await store.flushed();
     },

@@ -11,11 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
+import { children } from '../daemon/lib/proc-tree.js';
+import { chromium } from 'playwright';
 import {
   BACKGROUND_START_MS,
   callApi,
   cleanEnv,
   CLI,
+  daemonPid,
   killDaemonHard,
   startTestDaemon,
   tornDown,
@@ -131,6 +134,41 @@ describe('a session process killed', () => {
     const again = await launcherPid();
     assert.ok(again && again !== launcher, 'a new launcher runs');
     assert.equal((await d.api('DELETE', `/browsers/${next.body.session_id}`)).status, 204);
+  });
+
+  test('kill -9 of the CDP relay ends the connections it carried, and only them: the session lives on, their places are free, the next connect works through a new relay', async () => {
+    const relayPid = async () => {
+      for (const pid of await children(await daemonPid(d))) if ((await cmdline(pid)).includes('cdp-relay')) return pid;
+      return undefined;
+    };
+    const admin = (await readFile(join(d.home, 'credentials', 'admin-token'), 'utf8')).trim();
+    const websockets = async () => (await callApi(d.baseUrl, 'GET', '/admin/resources', undefined, admin)).body.connections.websockets as number;
+    const s = (await d.api('POST', '/browsers', { headless: true })).body;
+    try {
+      const relay = await relayPid();
+      assert.ok(relay, 'the relay runs, a child of the daemon');
+      const before = await websockets();
+      const browser = await chromium.connectOverCDP(s.cdp_ws_url);
+      const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+      assert.equal(await page.evaluate(() => 1 + 1), 2);
+      assert.equal(await websockets(), before + 1, 'the connection holds a place');
+      const disconnected = new Promise<void>((r) => browser.once('disconnected', () => r()));
+      process.kill(relay, 'SIGKILL');
+      await disconnected;
+      await waitFor(async () => (await websockets()) === before, 10_000, "the dead relay's connection to give its place back");
+      assert.equal((await d.api('GET', `/browsers/${s.session_id}`)).status, 200, 'the session lives on');
+      const again = await chromium.connectOverCDP(s.cdp_ws_url);
+      try {
+        const [p] = again.contexts()[0]!.pages();
+        assert.equal(await p!.evaluate(() => 2 + 2), 4);
+        const next = await relayPid();
+        assert.ok(next && next !== relay, 'a new relay carries it');
+      } finally {
+        await again.close();
+      }
+    } finally {
+      assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`)).status, 204);
+    }
   });
 
   test("kill -9 of a headful session's x11vnc: a new one serves the live view, the session lives on", async () => {

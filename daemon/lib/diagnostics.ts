@@ -28,7 +28,7 @@ function watchLoopDelay(): void {
  * processes. After sessions, pools, uploads and clients come and go, each must be back at its idle
  * level (test/leaks.test.ts compares them round after round).
  */
-export async function daemonResources(sessions: number, launcherPid?: number) {
+export async function daemonResources(sessions: number, helperPids: (number | undefined)[] = []) {
   const fds = await readdir('/proc/self/fd').catch(() => [] as string[]);
   const resources: Record<string, number> = {};
   for (const type of process.getActiveResourcesInfo()) resources[type] = (resources[type] ?? 0) + 1;
@@ -45,9 +45,16 @@ export async function daemonResources(sessions: number, launcherPid?: number) {
     heap_used_bytes: memory.heapUsed,
     // readdir itself holds one descriptor while it reads.
     open_fds: Math.max(0, fds.length - 1),
-    // The browser launcher is the daemon's for good; what it forked is the daemon's to end.
-    children: (await children(process.pid)).filter((pid) => pid !== launcherPid).length + (launcherPid ? (await children(launcherPid)).length : 0),
+    // The helpers (the launcher, the CDP relay) are the daemon's for good; what they forked is the daemon's to end.
+    children: await childrenBeyond(helperPids.filter((pid) => pid !== undefined)),
     resources,
     sessions,
   };
+}
+
+/** The daemon's children but its helpers, and the helpers' own children. */
+async function childrenBeyond(helpers: number[]): Promise<number> {
+  const own = (await children(process.pid)).filter((pid) => !helpers.includes(pid)).length;
+  const theirs = await Promise.all(helpers.map((pid) => children(pid)));
+  return own + theirs.reduce((n, list) => n + list.length, 0);
 }

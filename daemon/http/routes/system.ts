@@ -18,7 +18,8 @@ export function systemHandlers(
   appSpares: Pick<AppSpares, 'stats'>,
   admission: Pick<LaunchAdmission, 'stats'>,
   sessionCount: () => number,
-  launcherPid: () => number | undefined,
+  /** The daemon's long-lived helper processes (the launcher, the CDP relay): not counted as children it must end. */
+  helperPids: () => (number | undefined)[],
   connections: Pick<ConnectionGuard, 'stats'>,
   websockets: Pick<WebsocketLimits, 'stats'>,
 ): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey' | 'adminResources'> {
@@ -34,7 +35,7 @@ export function systemHandlers(
     }),
     cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
     adminResources: async () => ({
-      ...(await daemonResources(sessionCount(), launcherPid())),
+      ...(await daemonResources(sessionCount(), helperPids())),
       connections: { ...connections.stats(), ...websockets.stats() },
     }),
     adminCreateKey: async ({ body }) => {
