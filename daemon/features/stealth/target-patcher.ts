@@ -27,13 +27,13 @@ const GONE = /No target|No session|not found|closed|detached|Target crashed/i;
  * before its first script, and sets it up before letting it run:
  * - pages and iframes: Emulation.setUserAgentOverride (the user agent with its full client hints,
  *   which dedicated workers inherit) and the init script (Page.addScriptToEvaluateOnNewDocument);
- * - workers: the init script, evaluated at a one-shot instrumentation breakpoint before their
- *   first script (a worker answers commands only once it runs, so it cannot be awaited while paused).
+ * - workers: the init script, evaluated at an instrumentation breakpoint before their first
+ *   script (a worker answers commands only once it runs, so it cannot be awaited while paused).
  * A target paused for several clients waits for each to resume it, so clients that auto-attach
  * themselves (Playwright, Puppeteer) never see a target run before it is set up. A service worker
- * that stopped when idle and starts again (same session, not paused) gets the breakpoint again as
- * soon as it reports its restart, which in practice is before its script runs. The connection
- * does not enable Runtime, whose side effects pages can observe.
+ * that stopped when idle and starts again (same session, not paused) stops at that breakpoint
+ * again (see breakBeforeFirstScript). The connection does not enable Runtime, whose side effects
+ * pages can observe.
  */
 export class TargetPatcher {
   /** Sessions of top-level pages. */
@@ -70,7 +70,7 @@ export class TargetPatcher {
       cdp.on('Debugger.paused', (_params, sessionId) => patcher.paused(sessionId));
       // A service worker stopped when idle starts again in the same session.
       cdp.on('Inspector.targetReloadedAfterCrash', (_params, sessionId) => {
-        if (sessionId && patcher.workers.has(sessionId)) patcher.breakBeforeFirstScript(sessionId);
+        if (sessionId && patcher.workers.has(sessionId)) patcher.pendingWorkers.add(sessionId);
       });
       // Existing targets attach before this answers; their setups are awaited below.
       await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
@@ -140,7 +140,15 @@ export class TargetPatcher {
     }
   }
 
-  /** Pipelined, not awaited: a paused worker answers only after it was told to run. */
+  /**
+   * Pipelined, not awaited: a paused worker answers only after it was told to run. The breakpoint
+   * (and the debugger) stay on after the worker's first script: a service worker stopped when idle
+   * starts again in the same session, not paused, and Chromium gives the new instance the
+   * session's state, this breakpoint with it, so it stops before its first script again instead
+   * of racing the daemon to it (Inspector.targetReloadedAfterCrash marks it pending before that
+   * pause arrives). Re-arming on that event instead lost the race on a loaded machine. Any other
+   * pause of the worker (its next scripts, a `debugger` statement) is resumed at once.
+   */
   private breakBeforeFirstScript(sessionId: string): void {
     this.workers.add(sessionId);
     this.pendingWorkers.add(sessionId);
@@ -151,9 +159,10 @@ export class TargetPatcher {
   }
 
   private paused(sessionId: string | undefined): void {
-    if (!sessionId || !this.pendingWorkers.delete(sessionId)) return;
+    if (!sessionId || !this.workers.has(sessionId)) return;
     const send = (method: string, params: object = {}) => this.cdp.send(method, params, sessionId);
-    void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume'), send('Debugger.disable')]).catch(
+    if (!this.pendingWorkers.delete(sessionId)) return void send('Debugger.resume').catch(() => {});
+    void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume')]).catch(
       (err: unknown) => {
         if (!this.cdp.closed && !GONE.test(String(err))) this.log('stealth setup of a worker failed', { error: String(err) });
       },
