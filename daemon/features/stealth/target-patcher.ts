@@ -162,10 +162,8 @@ export class TargetPatcher {
     if (!sessionId || !this.workers.has(sessionId)) return;
     const send = (method: string, params: object = {}) => this.cdp.send(method, params, sessionId);
     if (!this.pendingWorkers.delete(sessionId)) return void send('Debugger.resume').catch(() => {});
-    void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume')]).catch(
-      (err: unknown) => {
-        if (!this.cdp.closed && !GONE.test(String(err))) this.log('stealth setup of a worker failed', { error: String(err) });
-      },
-    );
+    void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume')]).catch((err: unknown) => {
+      if (!this.cdp.closed && !GONE.test(String(err))) this.log('stealth setup of a worker failed', { error: String(err) });
+    });
   }
 }
