@@ -230,6 +230,14 @@ describe('history retention (logic)', () => {
       );
       assert.equal((await readFile(file, 'utf8')).trim().split('\n').length, 3, 'the file is compacted to what is kept');
       assert.equal((await stat(file)).mode & 0o777, 0o600);
+      // A record being retired is in the history and still among the live ones for a moment: listed once.
+      const retiring = { id: 'e', t: Date.now() };
+      const written = again.put(retiring);
+      assert.deepEqual(
+        again.allWith([retiring, { id: 'live', t: Date.now() }]).map((r) => r.id),
+        ['d', 'c', 'e', 'live'],
+      );
+      await written;
       await again.close();
     } finally {
       await rm(dir, { recursive: true, force: true });

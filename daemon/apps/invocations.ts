@@ -217,17 +217,19 @@ export class Invocations implements SessionFeature {
 
   list(org: OrgRecord, q: ListInvocationsQuery): ListPage<Invocation> {
     const since = sinceTime(q.since);
-    const matches = [...this.deps.history.all(), ...this.deps.store.data.invocations].filter(
-      (r) =>
-        r.org_id === org.id &&
-        (q.app_name === undefined || r.app_name === q.app_name) &&
-        (q.version === undefined || r.version === q.version) &&
-        (q.action_name === undefined || r.action_name === q.action_name) &&
-        (q.status === undefined || r.status === q.status) &&
-        (q.deployment_id === undefined || r.deployment_id === q.deployment_id) &&
-        (q.query === undefined || [r.id, r.app_name, r.action_name].some((f) => f.includes(q.query!))) &&
-        (since === undefined || Date.parse(r.started_at) >= since),
-    );
+    const matches = this.deps.history
+      .allWith(this.deps.store.data.invocations)
+      .filter(
+        (r) =>
+          r.org_id === org.id &&
+          (q.app_name === undefined || r.app_name === q.app_name) &&
+          (q.version === undefined || r.version === q.version) &&
+          (q.action_name === undefined || r.action_name === q.action_name) &&
+          (q.status === undefined || r.status === q.status) &&
+          (q.deployment_id === undefined || r.deployment_id === q.deployment_id) &&
+          (q.query === undefined || [r.id, r.app_name, r.action_name].some((f) => f.includes(q.query!))) &&
+          (since === undefined || Date.parse(r.started_at) >= since),
+      );
     // Newest first.
     matches.sort((a, b) => b.started_at.localeCompare(a.started_at));
     return paginate(matches, q, (r) => this.toApi(r));

@@ -383,16 +383,14 @@ export class SessionManager {
 
   async list(org: OrgRecord, q: ListBrowsersQuery): Promise<ListPage> {
     const status = q.include_deleted ? 'all' : (q.status ?? 'active');
-    const sources = status === 'active' ? [this.deps.store.data.sessions] : [this.deps.history.all(), this.deps.store.data.sessions];
-    const matches = sources
-      .flat()
-      .filter(
-        (s) =>
-          s.org_id === org.id &&
-          (status === 'all' || (status === 'active') === !s.deleted_at) &&
-          (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)) &&
-          Object.entries(q.tags ?? {}).every(([k, v]) => s.tags?.[k] === v),
-      );
+    const sources = status === 'active' ? this.deps.store.data.sessions : this.deps.history.allWith(this.deps.store.data.sessions);
+    const matches = sources.filter(
+      (s) =>
+        s.org_id === org.id &&
+        (status === 'all' || (status === 'active') === !s.deleted_at) &&
+        (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)) &&
+        Object.entries(q.tags ?? {}).every(([k, v]) => s.tags?.[k] === v),
+    );
     // Newest first, as an operator looking for the session they just made expects.
     matches.sort((a, b) => b.created_at.localeCompare(a.created_at));
     const page = paginate(matches, q);
@@ -644,7 +642,7 @@ export class SessionManager {
   }
 
   private find(org: OrgRecord, idOrName: string, includeDeleted: boolean): SessionRecord {
-    const all = includeDeleted ? [...this.deps.history.all(), ...this.deps.store.data.sessions] : this.deps.store.data.sessions;
+    const all = includeDeleted ? this.deps.history.allWith(this.deps.store.data.sessions) : this.deps.store.data.sessions;
     const mine = all.filter((s) => s.org_id === org.id && (includeDeleted || !s.deleted_at));
     // A live session wins over deleted ones of the same name.
     const record =

@@ -76,6 +76,15 @@ export class History<T extends { id: string }> {
     return [...this.records.values()];
   }
 
+  /**
+   * The kept records, then those of `live` (the state file's) not among them: a record being
+   * retired is in both for a moment (the history takes it before the state file lets it go), and
+   * a list must not show it twice.
+   */
+  allWith(live: readonly T[]): T[] {
+    return [...this.records.values(), ...live.filter((r) => !this.records.has(r.id))];
+  }
+
   get size(): number {
     return this.records.size;
   }
