@@ -21,6 +21,12 @@ const LOAD_MS = 10_000;
 /** A target that went away while being set up is no failure. */
 const GONE = /No target|No session|not found|closed|detached|Target crashed/i;
 
+/** Debugger.paused, as far as read here: an instrumentation pause names the script about to run. */
+interface PausedParams {
+  reason: string;
+  data?: { url?: string };
+}
+
 /**
  * The daemon's own CDP connection to one stealth browser. It auto-attaches to every target
  * (pages, popups, out-of-process iframes, dedicated, shared and service workers), each paused
@@ -38,9 +44,9 @@ const GONE = /No target|No session|not found|closed|detached|Target crashed/i;
 export class TargetPatcher {
   /** Sessions of top-level pages. */
   private readonly pages = new Set<string>();
-  /** Sessions of the workers this patcher sets up. */
-  private readonly workers = new Set<string>();
-  /** Worker sessions waiting at the breakpoint for their init script. */
+  /** Sessions of the workers this patcher sets up, and the URL of each one's own script. */
+  private readonly workers = new Map<string, string>();
+  /** Worker sessions waiting at the breakpoint for their first init script. */
   private readonly pendingWorkers = new Set<string>();
   private readonly setups = new Set<Promise<void>>();
 
@@ -67,11 +73,7 @@ export class TargetPatcher {
         patcher.workers.delete(sessionId);
         patcher.pages.delete(sessionId);
       });
-      cdp.on('Debugger.paused', (_params, sessionId) => patcher.paused(sessionId));
-      // A service worker stopped when idle starts again in the same session.
-      cdp.on('Inspector.targetReloadedAfterCrash', (_params, sessionId) => {
-        if (sessionId && patcher.workers.has(sessionId)) patcher.pendingWorkers.add(sessionId);
-      });
+      cdp.on('Debugger.paused', (params, sessionId) => patcher.paused(params as PausedParams, sessionId));
       // Existing targets attach before this answers; their setups are awaited below.
       await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
       await patcher.settled();
@@ -129,7 +131,7 @@ export class TargetPatcher {
         if (!done) this.log('stealth setup of a target took too long; it runs unpatched', { type, url: targetInfo.url });
       } else if (WORKERS.has(type) && (type === 'worker' || parent === undefined)) {
         // Shared and service workers attach twice (to the browser and to each page using them): set up once.
-        if (waitingForDebugger) return this.breakBeforeFirstScript(sessionId);
+        if (waitingForDebugger) return this.breakBeforeFirstScript(sessionId, targetInfo.url);
         await send('Runtime.evaluate', { expression: this.script });
       }
       if (waitingForDebugger) await send('Runtime.runIfWaitingForDebugger');
@@ -144,13 +146,13 @@ export class TargetPatcher {
    * Pipelined, not awaited: a paused worker answers only after it was told to run. The breakpoint
    * (and the debugger) stay on after the worker's first script: a service worker stopped when idle
    * starts again in the same session, not paused, and Chromium gives the new instance the
-   * session's state, this breakpoint with it, so it stops before its first script again instead
-   * of racing the daemon to it (Inspector.targetReloadedAfterCrash marks it pending before that
-   * pause arrives). Re-arming on that event instead lost the race on a loaded machine. Any other
-   * pause of the worker (its next scripts, a `debugger` statement) is resumed at once.
+   * session's state, this breakpoint with it, so it stops before its own script again instead of
+   * racing the daemon to it (re-arming at its Inspector.targetReloadedAfterCrash lost that race on
+   * a loaded machine; marking the worker pending at that event instead still missed a restart
+   * once, in a full test run, where the script's own URL at the pause cannot).
    */
-  private breakBeforeFirstScript(sessionId: string): void {
-    this.workers.add(sessionId);
+  private breakBeforeFirstScript(sessionId: string, url: string): void {
+    this.workers.set(sessionId, url);
     this.pendingWorkers.add(sessionId);
     const send = (method: string, params: object = {}) => void this.cdp.send(method, params, sessionId).catch(() => {});
     send('Debugger.enable');
@@ -158,10 +160,18 @@ export class TargetPatcher {
     send('Runtime.runIfWaitingForDebugger');
   }
 
-  private paused(sessionId: string | undefined): void {
-    if (!sessionId || !this.workers.has(sessionId)) return;
-    const send = (method: string, params: object = {}) => this.cdp.send(method, params, sessionId);
-    if (!this.pendingWorkers.delete(sessionId)) return void send('Debugger.resume').catch(() => {});
+  /**
+   * A worker about to run its own script is a new instance (its first start, or a restart): it
+   * gets the init script first. Any other pause (its imported scripts, a `debugger` statement) is
+   * resumed at once.
+   */
+  private paused(params: PausedParams, sessionId: string | undefined): void {
+    const own = sessionId === undefined ? undefined : this.workers.get(sessionId);
+    if (own === undefined) return;
+    const send = (method: string, args: object = {}) => this.cdp.send(method, args, sessionId);
+    const first = this.pendingWorkers.delete(sessionId!);
+    const ownScript = params.reason === 'instrumentation' && params.data?.url === own;
+    if (!first && !ownScript) return void send('Debugger.resume').catch(() => {});
     void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume')]).catch((err: unknown) => {
       if (!this.cdp.closed && !GONE.test(String(err))) this.log('stealth setup of a worker failed', { error: String(err) });
     });
