@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ROOT, daemonPid, type TestDaemon } from '../test/helpers/daemon.js';
 import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
+import { children } from '../daemon/lib/proc-tree.js';
 import { chromium } from 'playwright';
 import { createSession, deleteSession, interleave, type BenchContext } from './scenarios.js';
 import { summarize, type Summary } from './stats.js';
@@ -75,6 +76,14 @@ export async function boxesPssMiB(d: TestDaemon): Promise<number> {
   return pssMiB(pids);
 }
 
+/** The daemon's CDP relay process: its child, started with it, carrying no home marker. */
+export async function relayPid(d: TestDaemon): Promise<number | undefined> {
+  for (const pid of await children(await daemonPid(d))) {
+    if ((await readFile(`/proc/${pid}/cmdline`, 'latin1').catch(() => '')).includes('cdp-relay')) return pid;
+  }
+  return undefined;
+}
+
 /** Clock ticks a second in /proc/PID/stat (USER_HZ: 100 on Linux). */
 const USER_HZ = 100;
 
@@ -92,7 +101,8 @@ async function cpuTicks(pid: number): Promise<number | undefined> {
  * laptop's core that the daemon wakes many times a second never sleeps.
  */
 export async function idleCpuMsPerS(d: TestDaemon, ms: number): Promise<number> {
-  const pids = [...new Set([await daemonPid(d), ...(await findMarkedProcesses(d.home))])];
+  const relay = await relayPid(d);
+  const pids = [...new Set([await daemonPid(d), ...(relay ? [relay] : []), ...(await findMarkedProcesses(d.home))])];
   const before = await Promise.all(pids.map(cpuTicks));
   await sleep(ms);
   const after = await Promise.all(pids.map(cpuTicks));

@@ -16,7 +16,7 @@ import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
 import { cpuPerCycle } from './cpu.js';
-import { boxesPssMiB, cliStartup, footprint, idleCpuMsPerS, loadRound, sessionPss, type LoadRound } from './footprint.js';
+import { boxesPssMiB, cliStartup, footprint, idleCpuMsPerS, loadRound, pssMiB, relayPid, sessionPss, type LoadRound } from './footprint.js';
 import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import {
   cdpRoundTrips,
@@ -133,7 +133,7 @@ async function measure({ cold, warm }: Contexts): Promise<{
   rows: Comparison[];
   bursts: BurstRun[];
   rounds: LoadRound[];
-  idle: { cold: number; warm: number; spareBox: number; cpuCold: number; cpuWarm: number };
+  idle: { cold: number; warm: number; spareBox: number; relay: number; cpuCold: number; cpuWarm: number };
   memory: { session: number; raw: number };
 }> {
   // Idle first, before anything has run in them.
@@ -142,6 +142,7 @@ async function measure({ cold, warm }: Contexts): Promise<{
     cold: (await footprint(cold.daemon)).rssMiB,
     warm: (await footprint(warm.daemon)).rssMiB,
     spareBox: await boxesPssMiB(cold.daemon),
+    relay: await pssMiB([(await relayPid(cold.daemon)) ?? 0]),
   };
   // Both idle at once, every standby browser's start over (Chromium works for 8-20 s after one).
   await standbyFull(warm.daemon);
@@ -239,6 +240,7 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
   console.log(renderBursts(r.bursts));
   console.log(`\ndaemon RSS idle: ${r.idle.cold.toFixed(0)} MiB (standby off), ${r.idle.warm.toFixed(0)} MiB (default standby); goal <= 80 MiB`);
   console.log(`spare session box (RBROWSE_SPARE_BOXES=1), outside the daemon: ${r.idle.spareBox.toFixed(0)} MiB PSS`);
+  console.log(`the CDP relay process, outside the daemon: ${r.idle.relay.toFixed(0)} MiB PSS`);
   console.log(
     `idle CPU of the daemon and all it started, over ${IDLE_CPU_MS / 1000} s: ${r.idle.cpuCold.toFixed(1)} ms a second (standby off, a spare box), ${r.idle.cpuWarm.toFixed(1)} ms (default standby)`,
   );
