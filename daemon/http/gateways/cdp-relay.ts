@@ -70,22 +70,23 @@ export class CdpRelay {
    * here: nothing of the daemon may read or write them. Returns the connection's cut.
    */
   hand(c: HandOver, closed: (end: CdpConnectionEnd, messages: number) => void): () => void {
-    if (this.closed) {
+    const helper = this.closed ? undefined : this.ensureHelper();
+    if (!helper?.connected) {
+      // Stopping, or the relay just died ('exit' starts the next): the connection ends here.
       c.client.destroy();
       c.upstream.destroy();
-      queueMicrotask(() => closed('cut', 0));
+      queueMicrotask(() => closed(this.closed ? 'cut' : 'upstream_error', 0));
       return () => {};
     }
-    const helper = this.ensureHelper();
     const id = ++this.next;
     this.open.set(id, { client: c.client, closed });
     // Whatever either socket read past its handshake before now goes along: nothing more can be
     // on its way (a client sends nothing before the 101 it has not got yet, nor Chromium before a command).
+    // The channel is open, so a send that fails failed writing (the relay died under it): Node has
+    // detached the socket and closed its descriptor, and destroying it would count it off the
+    // server a second time.
     const failed = (err: Error | null) => {
-      if (!err) return;
-      c.client.destroy();
-      c.upstream.destroy();
-      this.ended(id, 'upstream_error', 0);
+      if (err) this.ended(id, 'upstream_error', 0);
     };
     helper.send({ op: 'upstream', id, head: withBuffered(c.upstream, c.upstreamHead) } satisfies RelayMessage, c.upstream, {}, failed);
     helper.send({ op: 'client', id, head: withBuffered(c.client, c.head), accept: c.accept } satisfies RelayMessage, c.client, {}, failed);
