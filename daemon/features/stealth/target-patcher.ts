@@ -44,8 +44,8 @@ interface PausedParams {
 export class TargetPatcher {
   /** Sessions of top-level pages. */
   private readonly pages = new Set<string>();
-  /** Sessions of the workers this patcher sets up, and the URL of each one's own script. */
-  private readonly workers = new Map<string, string>();
+  /** Sessions of the workers this patcher sets up: the URL of each one's own script, and whether it is a service worker. */
+  private readonly workers = new Map<string, { url: string; restarts: boolean }>();
   /** Worker sessions waiting at the breakpoint for their first init script. */
   private readonly pendingWorkers = new Set<string>();
   private readonly setups = new Set<Promise<void>>();
@@ -131,7 +131,7 @@ export class TargetPatcher {
         if (!done) this.log('stealth setup of a target took too long; it runs unpatched', { type, url: targetInfo.url });
       } else if (WORKERS.has(type) && (type === 'worker' || parent === undefined)) {
         // Shared and service workers attach twice (to the browser and to each page using them): set up once.
-        if (waitingForDebugger) return this.breakBeforeFirstScript(sessionId, targetInfo.url);
+        if (waitingForDebugger) return this.breakBeforeFirstScript(sessionId, targetInfo.url, type === 'service_worker');
         await send('Runtime.evaluate', { expression: this.script });
       }
       if (waitingForDebugger) await send('Runtime.runIfWaitingForDebugger');
@@ -143,16 +143,16 @@ export class TargetPatcher {
   }
 
   /**
-   * Pipelined, not awaited: a paused worker answers only after it was told to run. The breakpoint
-   * (and the debugger) stay on after the worker's first script: a service worker stopped when idle
+   * Pipelined, not awaited: a paused worker answers only after it was told to run. In a service
+   * worker the breakpoint (and the debugger) stay on after its first script: one stopped when idle
    * starts again in the same session, not paused, and Chromium gives the new instance the
    * session's state, this breakpoint with it, so it stops before its own script again instead of
    * racing the daemon to it (re-arming at its Inspector.targetReloadedAfterCrash lost that race on
    * a loaded machine; marking the worker pending at that event instead still missed a restart
    * once, in a full test run, where the script's own URL at the pause cannot).
    */
-  private breakBeforeFirstScript(sessionId: string, url: string): void {
-    this.workers.set(sessionId, url);
+  private breakBeforeFirstScript(sessionId: string, url: string, restarts: boolean): void {
+    this.workers.set(sessionId, { url, restarts });
     this.pendingWorkers.add(sessionId);
     const send = (method: string, params: object = {}) => void this.cdp.send(method, params, sessionId).catch(() => {});
     send('Debugger.enable');
@@ -162,17 +162,19 @@ export class TargetPatcher {
 
   /**
    * A worker about to run its own script is a new instance (its first start, or a restart): it
-   * gets the init script first. Any other pause (its imported scripts, a `debugger` statement) is
-   * resumed at once.
+   * gets the init script first. Any other pause of a service worker (its imported scripts, a
+   * `debugger` statement) is resumed at once; other workers never restart, and their debugger is
+   * off after their first script, as a client debugging them would expect.
    */
   private paused(params: PausedParams, sessionId: string | undefined): void {
     const own = sessionId === undefined ? undefined : this.workers.get(sessionId);
-    if (own === undefined) return;
+    if (!own) return;
     const send = (method: string, args: object = {}) => this.cdp.send(method, args, sessionId);
     const first = this.pendingWorkers.delete(sessionId!);
-    const ownScript = params.reason === 'instrumentation' && params.data?.url === own;
+    const ownScript = params.reason === 'instrumentation' && params.data?.url === own.url;
     if (!first && !ownScript) return void send('Debugger.resume').catch(() => {});
-    void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume')]).catch((err: unknown) => {
+    const done = own.restarts ? [] : [send('Debugger.disable')];
+    void Promise.all([send('Runtime.evaluate', { expression: this.script }), send('Debugger.resume'), ...done]).catch((err: unknown) => {
       if (!this.cdp.closed && !GONE.test(String(err))) this.log('stealth setup of a worker failed', { error: String(err) });
     });
   }
