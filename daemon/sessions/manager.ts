@@ -577,8 +577,9 @@ export class SessionManager {
   }
 
   /**
-   * Ends a session: it reads as deleted, its jwts stop working and its clients are disconnected
-   * before this resolves; closing Chromium (Browser.close first, so cookies and profiles are
+   * Ends a session: it reads as deleted, its jwts stop working and its clients are cut off before
+   * this resolves (the CDP relay closes its connections on the daemon's word, within moments, as
+   * the answer goes out); closing Chromium (Browser.close first, so cookies and profiles are
    * flushed), saving a profile and removing directories go on in the background (`settled()`
    * waits for them). Idempotent; concurrent callers share one end.
    */
