@@ -26,6 +26,8 @@ declare module 'fastify' {
     org: Scope | null;
     /** The key the caller authenticated with (on `key` routes). */
     apiKey: ApiKeyRecord | null;
+    /** When the request reached the daemon (wall clock, ms): the audit log's timestamp. */
+    receivedAt: number;
   }
   interface FastifyContextConfig {
     /** base-url: a session's sub-resource under its base_url, with the session's jwt (see baseUrlTwin). */
@@ -128,6 +130,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     closing = true;
   });
   app.addHook('onRequest', async (req) => {
+    // Read now, not worked out at the answer from Date.now() less the elapsed time: onResponse
+    // hooks may run long after the response's end on a busy loop, and the audit entry of a
+    // request that made an export destination then fell after the destination's start, which
+    // exports it (test/audit-export.test.ts saw its cursor move 227 ms).
+    req.receivedAt = Date.now();
     if (closing) throw new ServiceUnavailableError('the daemon is stopping');
     if (!deps.hosts.allows(req.headers.host)) throw deps.hosts.refusal(req.headers.host);
   });
@@ -135,6 +142,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   app.setSerializerCompiler(({ schema }) => lazily(() => fastJson(schema as object) as (data: unknown) => string));
   app.decorateRequest('org', null);
   app.decorateRequest('apiKey', null);
+  app.decorateRequest('receivedAt', 0);
 
   // Uploads stream part by part into the session; the limits bound what one request may carry.
   await app.register(multipart, { limits: { fileSize: 4 * 1024 ** 3, files: 100, fields: 200, parts: 300 } });
@@ -204,7 +212,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         key: req.apiKey,
         method: req.method,
         path: req.url.split('?')[0]!,
-        receivedAt: Date.now() - reply.elapsedTime,
+        receivedAt: req.receivedAt,
         clientIp: req.ip,
         userAgent: req.headers['user-agent'] ?? '',
         host: req.headers.host ?? '',
