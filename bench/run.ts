@@ -142,7 +142,7 @@ async function measure({ cold, warm }: Contexts): Promise<{
     cold: (await footprint(cold.daemon)).rssMiB,
     warm: (await footprint(warm.daemon)).rssMiB,
     spareBox: await boxesPssMiB(cold.daemon),
-    relay: await pssMiB([(await relayPid(cold.daemon)) ?? 0]),
+    relay: await relayPid(cold.daemon).then((pid) => (pid ? pssMiB([pid]) : 0)),
   };
   // Both idle at once, every standby browser's start over (Chromium works for 8-20 s after one).
   await standbyFull(warm.daemon);

@@ -1,5 +1,4 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { CdpConnectionEnd } from './cdp-connection.js';
@@ -25,13 +24,8 @@ export interface HandOver {
   accept: string;
 }
 
-/** The relay process: built beside the daemon's bundle, or its source when the daemon runs from source. */
-function relayScript(): { script: string; execArgv: string[] } {
-  const built = fileURLToPath(new URL('./cdp-relay.js', import.meta.url));
-  if (existsSync(built)) return { script: built, execArgv: [] };
-  // From source (tsx): the child needs the same loader.
-  return { script: fileURLToPath(new URL('./cdp-relay-process.ts', import.meta.url)), execArgv: process.execArgv };
-}
+/** The relay process's script, built beside the daemon's bundle (tsup's `cdp-relay` entry): the daemon runs only from it. */
+const RELAY_SCRIPT = fileURLToPath(new URL('./cdp-relay.js', import.meta.url));
 
 /**
  * Relays the CDP gateway's connections from a process of its own. In the daemon, relaying cost
@@ -117,9 +111,8 @@ export class CdpRelay {
 
   private ensureHelper(): ChildProcess {
     if (this.helper) return this.helper;
-    const { script, execArgv } = relayScript();
-    const helper = fork(script, [], {
-      execArgv: [...execArgv, '--max-semi-space-size=1'],
+    const helper = fork(RELAY_SCRIPT, [], {
+      execArgv: ['--max-semi-space-size=1'],
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
