@@ -47,11 +47,26 @@ const asciiComments: TsupPlugin = {
   },
 };
 
-export default defineConfig({
-  // playwright: the Playwright Test fixture (`rbrowse/playwright`), run by the user's own Playwright.
-  // cdp-relay: the process that carries the CDP gateway's connections (daemon/http/gateways/cdp-relay.ts).
-  entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts', playwright: 'src/playwright.ts', 'cdp-relay': 'daemon/http/gateways/cdp-relay-process.ts' },
+/**
+ * The Playwright Test fixture (`rbrowse/playwright`) runs in the user's own test runner, on the
+ * user's Node (18 and up, as Playwright 1.45 does) and loaded by import or, in a CommonJS project,
+ * by require: both formats, each whole in one file, with the user's own @playwright/test.
+ */
+const fixture = defineConfig({
+  entry: { playwright: 'src/playwright.ts' },
   external: ['@playwright/test'],
+  format: ['esm', 'cjs'],
+  platform: 'node',
+  target: 'node18',
+  outDir: 'dist',
+  clean: false,
+  splitting: false,
+  sourcemap: true,
+});
+
+const daemonAndCli = defineConfig({
+  // cdp-relay: the process that carries the CDP gateway's connections (daemon/http/gateways/cdp-relay.ts).
+  entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts', 'cdp-relay': 'daemon/http/gateways/cdp-relay-process.ts' },
   format: ['esm'],
   platform: 'node',
   target: 'node24',
@@ -115,3 +130,5 @@ export default defineConfig({
   // A bundled CommonJS module's require() of Node's own modules needs a require in each ESM chunk.
   banner: { js: "import { createRequire as __rbrowseCreateRequire } from 'node:module'; const require = __rbrowseCreateRequire(import.meta.url);" },
 });
+
+export default [daemonAndCli, fixture];

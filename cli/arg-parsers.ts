@@ -14,6 +14,15 @@ export function seconds(value: string): number {
   return n;
 }
 
+/** Whole seconds within [min, max], refused by the CLI (exit 2) rather than sent for the server to refuse. */
+export function secondsIn(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const n = seconds(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`expected ${min}..${max} seconds`);
+    return n;
+  };
+}
+
 export function count(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number');

@@ -3,13 +3,15 @@
  * '@playwright/test', and each worker's browser is an rbrowse session (from standby when one is
  * ready) that Playwright drives over CDP. Tests get a fresh context each, as with Playwright's
  * own launch (`testWithFreshBrowser`: a session of its own for every test). Only HTTP and
- * connectOverCDP are used, so any Playwright version works.
+ * connectOverCDP are used, so any Playwright from 1.45 on works; the project's own
+ * @playwright/test is used (a peer dependency), never a copy of rbrowse's.
  *
  * Where the sessions come from, first match: the `rbrowse` option's baseUrl and apiKey (in
  * playwright.config's `use`), KERNEL_BASE_URL and KERNEL_API_KEY, or the local daemon of
- * RBROWSE_HOME, started if it is not running.
+ * RBROWSE_HOME through the package's own CLI, started if it is not running.
  */
 import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test as base, expect, type Browser } from '@playwright/test';
 
@@ -17,7 +19,16 @@ export interface RbrowseOptions {
   /** A Kernel-compatible server (default: KERNEL_BASE_URL, else the local daemon). */
   baseUrl?: string;
   apiKey?: string;
-  /** The body of POST /browsers for each worker's session (default: `{ headless: true }`). */
+  /** A headful session (a live view to watch) when false; default: Playwright's own `headless` option. */
+  headless?: boolean;
+  /** The session's screen size (headful) and first window. */
+  viewport?: { width: number; height: number };
+  /** A saved profile to load (and save into, with save_changes). */
+  profile?: { name?: string; id?: string; save_changes?: boolean };
+  /** A proxy of the organization, by id. */
+  proxy?: string;
+  stealth?: boolean;
+  /** More of the body of POST /browsers (extensions, timeout_seconds, ...); the fields above win. */
   session?: Record<string, unknown>;
 }
 
@@ -33,9 +44,14 @@ interface Server {
   apiKey: string;
 }
 
-/** The local daemon through the CLI (`rbrowse env` starts it when needed and prints its URL and key). */
+/** This file's directory, in the ESM build (import.meta.url) and the CommonJS one (__dirname). */
+function here(): string {
+  return typeof __dirname === 'string' ? __dirname : dirname(fileURLToPath(import.meta.url));
+}
+
+/** The local daemon through the package's CLI (`rbrowse env` starts it when needed and prints its URL and key). */
 function localServer(): Server {
-  const cli = fileURLToPath(new URL('../bin/rbrowse', import.meta.url));
+  const cli = join(here(), '..', 'bin', 'rbrowse');
   const out = execFileSync(cli, ['env'], { encoding: 'utf8', env: process.env });
   const value = (name: string) => new RegExp(`^export ${name}=(.*)$`, 'm').exec(out)?.[1]?.trim();
   const baseUrl = value('KERNEL_BASE_URL');
@@ -49,6 +65,18 @@ function serverOf(opts: RbrowseOptions): Server {
   const apiKey = opts.apiKey ?? process.env.KERNEL_API_KEY;
   if (baseUrl && apiKey) return { baseUrl: baseUrl.replace(/\/+$/, ''), apiKey };
   return localServer();
+}
+
+/** The body of POST /browsers for `opts`, with Playwright's `headless` where rbrowse's is not set. */
+function sessionBody(opts: RbrowseOptions, headless: boolean): Record<string, unknown> {
+  return {
+    ...opts.session,
+    headless: opts.headless ?? (opts.session?.headless as boolean | undefined) ?? headless,
+    ...(opts.viewport ? { viewport: opts.viewport } : {}),
+    ...(opts.profile ? { profile: opts.profile } : {}),
+    ...(opts.proxy ? { proxy_id: opts.proxy } : {}),
+    ...(opts.stealth !== undefined ? { stealth: opts.stealth } : {}),
+  };
 }
 
 async function api(server: Server, method: string, path: string, body?: unknown): Promise<Response> {
@@ -88,7 +116,7 @@ export const test = base.extend<object, { rbrowse: RbrowseOptions; rbrowseServer
     { scope: 'worker' },
   ],
   rbrowseSession: [
-    async ({ rbrowse, rbrowseServer: server }, use) => withSession(server, rbrowse.session ?? { headless: true }, use),
+    async ({ rbrowse, headless, rbrowseServer: server }, use) => withSession(server, sessionBody(rbrowse, headless), use),
     { scope: 'worker' },
   ],
   browser: [
@@ -110,7 +138,7 @@ export const test = base.extend<object, { rbrowse: RbrowseOptions; rbrowseServer
  * suites that want nothing shared between tests, browser state included.
  */
 export const testWithFreshBrowser = test.extend<{ rbrowseTestSession: RbrowseSession }>({
-  rbrowseTestSession: async ({ rbrowse, rbrowseServer: server }, use) => withSession(server, rbrowse.session ?? { headless: true }, use),
+  rbrowseTestSession: async ({ rbrowse, headless, rbrowseServer: server }, use) => withSession(server, sessionBody(rbrowse, headless), use),
   context: async ({ playwright, rbrowseTestSession, contextOptions, viewport }, use) => {
     const browser = await playwright.chromium.connectOverCDP(rbrowseTestSession.cdp_ws_url);
     try {

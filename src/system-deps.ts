@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** What the daemon needs from the system, and the Debian package that provides each. */
 export interface SystemDep {
@@ -99,7 +100,10 @@ export const SYSTEM_DEPS: SystemDep[] = [
   { name: 'inotifywait', why: 'filesystem watches inside sessions', apt: 'inotify-tools', find: () => which('inotifywait') },
   { name: 'ffmpeg', why: 'replays (recordings of session screens)', apt: 'ffmpeg', find: () => which('ffmpeg') },
   { name: 'unclutter', why: 'hiding the mouse cursor of headful sessions', apt: 'unclutter-xfixes', find: () => which('unclutter') },
-  { name: 'tmux', why: 'the tests of rbrowse watch and other terminal output (a real terminal)', apt: 'tmux', find: () => which('tmux') },
+  // A clone's own tests only; an installed package has none.
+  ...(existsSync(fileURLToPath(new URL('../test', import.meta.url)))
+    ? [{ name: 'tmux', why: 'the tests of rbrowse watch and other terminal output (a real terminal)', apt: 'tmux', find: () => which('tmux') }]
+    : []),
   {
     name: 'python3 packages',
     why: "the tests of Kernel's Python SDK against the daemon (test/python), on Debian's python3",
@@ -133,5 +137,5 @@ export const checkSystemDeps = (): DepStatus[] => SYSTEM_DEPS.map((dep) => ({ de
 export function installCommand(missing: SystemDep[]): string {
   const pkgs = [...new Set(missing.map((d) => d.apt))].join(' ');
   const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
-  return `${sudo}apt-get update && ${sudo}apt-get install -y ${pkgs}`;
+  return `${sudo}apt-get update -qq && ${sudo}apt-get install -y -qq ${pkgs}`;
 }

@@ -7,11 +7,11 @@ import { ROOT } from './helpers/daemon.js';
 import { sdkDaemonWithFixtures } from './helpers/fixtures.js';
 import { startLoginSite } from './helpers/login-site.js';
 
-// Kernel's official Python SDK 0.94.0, unchanged (fixtures/clients), drives the daemon from its own
+// Kernel's official Python SDK 0.94.0, unchanged (daemon/apps), drives the daemon from its own
 // test suite (test/python): the calls a Python user makes, with the Python SDK's own encodings.
 // Debian's python3 with the packages `npm run setup` installs (python3-httpx, python3-pydantic...).
 const PYTHON = '/usr/bin/python3';
-const SDK = join(ROOT, 'fixtures', 'clients', 'kernel-python-0.94.0');
+const SDK = join(ROOT, 'daemon', 'apps', 'kernel-python-0.94.0');
 
 const env = sdkDaemonWithFixtures();
 

@@ -36,9 +36,9 @@ async function sdkEndpoints(): Promise<{ version: string; endpoints: Set<string>
   return { version, endpoints };
 }
 
-/** Kernel's Python SDK (fixtures/clients): each `self._get|_post|...("/path"` or `(path_template("/path"`. */
+/** Kernel's Python SDK (daemon/apps, shipped for Python apps): each `self._get|_post|...("/path"` or `(path_template("/path"`. */
 const PY_CALL = /self\._(get|post|put|patch|delete|get_api_list)\(\s*(?:path_template\()?"(\/[^"]*)"/g;
-const PYTHON_SDK = join(ROOT, 'fixtures', 'clients', 'kernel-python-0.94.0', 'src', 'kernel');
+const PYTHON_SDK = join(ROOT, 'daemon', 'apps', 'kernel-python-0.94.0', 'src', 'kernel');
 
 async function pythonSdkEndpoints(): Promise<{ version: string; endpoints: Set<string> }> {
   const version = /__version__ = "([^"]+)"/.exec(await readFile(join(PYTHON_SDK, '_version.py'), 'utf8'))?.[1] ?? '?';

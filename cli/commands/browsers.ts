@@ -8,7 +8,7 @@ import { clientFor } from '../context.js';
 import { profileArg, profileSelection } from './profiles.js';
 import { extensionSelections } from './extensions.js';
 import { covers } from '../operations.js';
-import { count, jsonObject, seconds, tag, viewport } from '../arg-parsers.js';
+import { count, jsonObject, secondsIn, tag, viewport } from '../arg-parsers.js';
 import { deleteEach } from '../delete-each.js';
 import { age, printFields, printJson, printList, timeLeft } from '../output.js';
 import { listPages } from '../paging.js';
@@ -61,8 +61,8 @@ export function createCommand(name: string): Command {
     .option('--stealth', 'reduce automation tells')
     .option('--kiosk-mode', 'hide the address bar and tabs in live view')
     .addOption(new Option('--kiosk').hideHelp())
-    .option('--timeout-seconds <seconds>', 'inactivity timeout, 10..259200 (default 60)', seconds)
-    .addOption(new Option('--timeout <seconds>').argParser(seconds).hideHelp())
+    .option('--timeout-seconds <seconds>', 'inactivity timeout, 10..259200 (default 60)', secondsIn(10, 259_200))
+    .addOption(new Option('--timeout <seconds>').argParser(secondsIn(10, 259_200)).hideHelp())
     .option('--viewport <WxH[@R]>', 'one of the supported viewports, e.g. 1024x768', viewport)
     .option('--name <name>', 'a name unique among your active sessions')
     .option('--start-url <url>', 'page to open first')
@@ -109,11 +109,10 @@ export function createCommand(name: string): Command {
       else if (o.quiet) process.stdout.write(`${session.session_id}\n`);
       else {
         printSession(session);
-        if (process.stderr.isTTY) {
-          process.stderr.write(
-            `\nIt ends ${session.timeout_seconds} s after its last CDP client or live viewer leaves (--timeout-seconds), or with rbrowse rm ${session.session_id}.\n`,
-          );
-        }
+        // On stderr, so that the fields stay the whole of stdout for a script that reads them.
+        process.stderr.write(
+          `\nIt ends ${session.timeout_seconds} s after its last CDP client or live viewer leaves (--timeout-seconds), or with rbrowse rm ${session.session_id}.\n`,
+        );
       }
     });
   return covers(cmd, 'createBrowser');
@@ -162,14 +161,27 @@ export function listCommand(name: string): Command {
 
 export function deleteCommand(name: string): Command {
   const cmd = new Command(name)
-    .description('delete browser sessions (by id or name)')
-    .argument('<ids...>', 'session ids or names')
-    .addHelpText('after', '\nExamples:\n  rbrowse rm k0ahd3fvbqzs5lqgtjfnh4ke my-session\n  rbrowse ls -q | xargs rbrowse rm')
-    .action(async (ids: string[], _o, cmd: Command) => {
+    .description('delete browser sessions (by id or name), or every active one with --all')
+    .argument('[ids...]', 'session ids or names')
+    .option('--all', 'delete every active session of the organization')
+    .addHelpText(
+      'after',
+      '\nWith no ids from a pipe (`rbrowse ls -q | xargs rbrowse rm` when nothing runs) it deletes nothing and exits 0.\n\nExamples:\n  rbrowse rm k0ahd3fvbqzs5lqgtjfnh4ke my-session\n  rbrowse rm --all',
+    )
+    .action(async (ids: string[], o, cmd: Command) => {
+      if (o.all && ids.length) cmd.error('error: give session ids or --all, not both', { exitCode: 2 });
+      if (!o.all && ids.length === 0) {
+        // xargs runs the command once, without arguments, for empty input: nothing to delete is no error.
+        if (!process.stdin.isTTY) return;
+        cmd.error("error: missing required argument 'ids' (or --all)", { exitCode: 2 });
+      }
       const client = await clientFor(cmd);
-      await deleteEach(ids, (id) => client.call('deleteBrowser', { params: { id } }));
+      const targets = o.all
+        ? (await listPages({}, (page) => client.request('listBrowsers', { query: { status: 'active', ...page } }))).map((s) => s.session_id)
+        : ids;
+      await deleteEach(targets, (id) => client.call('deleteBrowser', { params: { id } }));
     });
-  return covers(cmd, 'deleteBrowser');
+  return covers(cmd, 'deleteBrowser', 'listBrowsers');
 }
 
 export function browsersCommand(): Command {

@@ -169,14 +169,22 @@ export function computerCommand(): Command {
 
   covers(cmd.command('screenshot <id>'), 'computerScreenshot')
     .description("save a PNG of the session's screen")
-    .requiredOption('-o, --output <file>', 'where to write the PNG')
+    .requiredOption('-o, --output <file>', 'where to write the PNG (- for stdout)')
     .option('--region <x,y,w,h>', 'only this rectangle', region)
-    .addHelpText('after', '\nExample:\n  rbrowse computer screenshot SESSION -o shot.png --region 0,0,640,480')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  rbrowse computer screenshot SESSION -o shot.png --region 0,0,640,480\n  rbrowse computer screenshot SESSION -o - > shot.png',
+    )
     .action(async (id: string, o, c: Command) => {
       const png = await (await clientFor(c)).call('computerScreenshot', {
         params: { id },
         body: o.region ? { region: o.region } : {},
       });
+      if (o.output === '-') {
+        if (process.stdout.isTTY) c.error('error: not writing a PNG to a terminal: redirect stdout or give -o <file>', { exitCode: 2 });
+        await new Promise<void>((resolve, reject) => process.stdout.write(png as Buffer, (err) => (err ? reject(err) : resolve())));
+        return;
+      }
       await writeFile(o.output, png as Buffer);
       console.log(o.output);
     });

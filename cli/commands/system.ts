@@ -1,14 +1,16 @@
 import { authConnectionsCommand } from './auth-connections.js';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { count } from '../arg-parsers.js';
 import { baseUrlFor, DEFAULT_HOST, defaultPort } from '../../src/config.js';
 import { DEFAULT_STANDBY, parseStandby } from '../../src/standby.js';
 import { RbrowseClient } from '../../src/client.js';
 import { checkSystemDeps, HEADLESS_SHELL_DEP, installCommand, resolveHeadlessShell } from '../../src/system-deps.js';
 import { adminToken, clientFor, localKey } from '../context.js';
 import { paths, readDaemonInfo, runningDaemon, stopDaemon } from '../daemon-control.js';
+import { printDaemonLog } from '../daemon-logs.js';
 import { covers } from '../operations.js';
 import { printCheck, printFields, printJson } from '../output.js';
 import { animated, startDaemonWithProgress, withProgress } from '../progress.js';
@@ -62,6 +64,18 @@ export function daemonCommand(): Command {
       const result = await withProgress('stopping the daemon (closing every session)', () => stopDaemon(), { done: said });
       // On a terminal the progress line already said it.
       if (!animated()) process.stderr.write(`${said(result)}\n`);
+    });
+  daemon
+    .command('logs')
+    .description("print the daemon's log (logs/daemon.log of RBROWSE_HOME)")
+    .option('-n, --lines <n>', 'the last n lines (0: all)', count, 50)
+    .option('-f, --follow', 'keep printing lines as the daemon writes them')
+    .option('--json', 'the JSON lines as written')
+    .addHelpText('after', '\nExamples:\n  rbrowse daemon logs -n 200\n  rbrowse daemon logs -f')
+    .action(async (o) => {
+      const file = paths().daemonLog;
+      if (!existsSync(file)) return void process.stderr.write(`no daemon log yet (${file})\n`);
+      await printDaemonLog(file, { lines: o.lines, follow: Boolean(o.follow), json: Boolean(o.json) });
     });
   covers(daemon.command('status'), 'health')
     .description('is the daemon running? (asks its /health)')
@@ -309,38 +323,63 @@ async function doctorChecks(): Promise<Check[]> {
     name: 'node',
     state: nodeOk ? 'ok' : 'missing',
     detail: `${process.execPath} (v${process.versions.node})`,
-    ...(nodeOk ? {} : { fix: 'run `npm ci` so node_modules/.bin/node (Node 24) is used' }),
+    ...(nodeOk ? {} : { fix: 'run rbrowse through its bin/rbrowse, which starts it on its own Node 24' }),
   });
   return checks;
+}
+
+const missingDeps = () =>
+  checkSystemDeps()
+    .filter((st) => !st.path)
+    .map((st) => st.dep);
+
+/** apt-get for whatever is missing (through sudo when not root); whether it ran and succeeded, or there was nothing to do. */
+function installMissing(): boolean {
+  const missing = missingDeps();
+  if (!missing.length) return true;
+  const cmd = installCommand(missing);
+  process.stderr.write(`$ ${cmd}\n`);
+  const r = spawnSync('sh', ['-c', cmd], {
+    // A terminal stays the input, so that sudo can ask for a password.
+    stdio: [process.stdin.isTTY ? 'inherit' : 'ignore', 'inherit', 'inherit'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+  if (r.status !== 0) process.stderr.write(`install failed (exit ${r.status ?? r.signal})\n`);
+  return r.status === 0;
+}
+
+async function printDoctor(o: { json?: boolean }): Promise<void> {
+  const checks = await doctorChecks();
+  if (checks.some((c) => c.state === 'missing')) process.exitCode = 1;
+  if (o.json) return printJson(checks);
+  const width = Math.max(...checks.map((c) => c.name.length));
+  for (const c of checks) printCheck(c.state, c.name, c.fix ? `${c.detail}\n${' '.repeat(width + 3)}fix: ${c.fix}` : c.detail, width);
+  const missing = missingDeps();
+  if (missing.length) process.stdout.write(`\ninstall everything missing with:\n  ${installCommand(missing)}\n  (or: rbrowse setup)\n`);
 }
 
 export function doctorCommand(): Command {
   return new Command('doctor')
     .description('check the system packages the daemon needs: a ✓ / ✗ checklist with the fix for each problem')
-    .option('--install', 'install what is missing with apt-get')
+    .option('--install', 'install what is missing with apt-get (as rbrowse setup does)')
     .option('--json', 'print the checks as [{name, state, detail, fix?}]')
-    .addHelpText('after', '\nExit status 1 when something is missing.\n\nExamples:\n  rbrowse doctor\n  sudo rbrowse doctor --install')
+    .addHelpText('after', '\nExit status 1 when something is missing.\n\nExamples:\n  rbrowse doctor\n  rbrowse doctor --json')
     .action(async (o) => {
-      const missingDeps = () =>
-        checkSystemDeps()
-          .filter((st) => !st.path)
-          .map((st) => st.dep);
-      if (o.install && missingDeps().length) {
-        const cmd = installCommand(missingDeps());
-        process.stderr.write(`$ ${cmd}\n`);
-        const r = spawnSync('sh', ['-c', cmd], {
-          stdio: ['ignore', 'inherit', 'inherit'],
-          env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-        });
-        if (r.status !== 0) process.stderr.write(`install failed (exit ${r.status})\n`);
-      }
-      const checks = await doctorChecks();
-      if (checks.some((c) => c.state === 'missing')) process.exitCode = 1;
-      if (o.json) return printJson(checks);
-      const width = Math.max(...checks.map((c) => c.name.length));
-      for (const c of checks) printCheck(c.state, c.name, c.fix ? `${c.detail}\n${' '.repeat(width + 3)}fix: ${c.fix}` : c.detail, width);
-      const missing = missingDeps();
-      if (missing.length) process.stdout.write(`\ninstall everything missing with:\n  ${installCommand(missing)}\n`);
+      if (o.install) installMissing();
+      await printDoctor(o);
+    });
+}
+
+export function setupCommand(): Command {
+  return new Command('setup')
+    .description(
+      'install the system packages the daemon needs (Chromium, Xvfb, bubblewrap, ...) with apt-get, through sudo when not root; then rbrowse doctor',
+    )
+    .addHelpText('after', '\nExit status 1 when something is still missing.\n\nExample:\n  rbrowse setup')
+    .action(async () => {
+      if (!installMissing()) process.exitCode = 1;
+      await printDoctor({});
+      if (!process.exitCode) process.stdout.write('\nready: rbrowse create\n');
     });
 }
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { LineSplitter } from '../lib/line-splitter.js';
 import type { Box, BoxProcess } from '../box/box.js';
 import { outputOf } from '../box/box-process.js';
-import { BOX_APP, BOX_RUNTIME } from '../box/box-spec.js';
+import { packageInBox } from '../box/box-runtime.js';
+import { BOX_APP } from '../box/box-spec.js';
 import { harnessArgv, isPythonEntrypoint, RESULT_FD } from './harness-command.js';
 
 /** Why a deployment failed, in words for its status_reason. */
@@ -125,7 +126,7 @@ export async function installDependencies(source: string, opts: StepOptions): Pr
 
 /** An app without an @onkernel/sdk of its own gets the daemon's, by a symlink in its node_modules (inside the box). */
 export async function linkSdk(opts: StepOptions): Promise<void> {
-  const sdk = `${BOX_RUNTIME}/node_modules/@onkernel/sdk`;
+  const sdk = packageInBox('@onkernel/sdk');
   const script = `if [ -e node_modules/@onkernel/sdk ] || [ -L node_modules/@onkernel/sdk ]; then echo own; else mkdir -p node_modules/@onkernel && ln -s "$1" node_modules/@onkernel/sdk && echo linked; fi`;
   const r = await outputOf(opts.box.spawn(['sh', '-c', script, 'link-sdk', sdk], { env: opts.env, cwd: BOX_APP }));
   if (r.code !== 0) throw new BuildError(`the SDK could not be linked: ${r.stderr.toString().trim()}`);

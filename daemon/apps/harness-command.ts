@@ -1,3 +1,5 @@
+import { fileURLToPath } from 'node:url';
+import { inBox } from '../box/box-runtime.js';
 import { BOX_APP, BOX_NODE, BOX_PYTHON_SDK, BOX_RUNTIME } from '../box/box-spec.js';
 
 /** The harnesses as an app's box sees them: rbrowse's runtime is at /opt/rbrowse there. */
@@ -14,11 +16,7 @@ export const isPythonEntrypoint = (entrypointRelPath: string): boolean => entryp
  * tsx's loader as an app's box sees it: the app's cwd is /app, where a bare `tsx` would not
  * resolve. It lets the child load TypeScript entrypoints as they are.
  */
-export const TSX_LOADER: string = (() => {
-  const host = import.meta.resolve('tsx');
-  const at = host.lastIndexOf('/node_modules/');
-  return `file://${BOX_RUNTIME}${host.slice(at)}`;
-})();
+const tsxLoader = (): string => `file://${inBox(fileURLToPath(import.meta.resolve('tsx')))}`;
 
 /** The file descriptor the harness writes its answer to (see harness.mjs). */
 export const RESULT_FD = 3;
@@ -31,7 +29,7 @@ export const RESULT_FD = 3;
 export function harnessArgv(mode: 'list' | 'run', entrypointRelPath: string, ...rest: string[]): string[] {
   const tail = [mode, `${BOX_APP}/${entrypointRelPath}`, ...rest];
   if (isPythonEntrypoint(entrypointRelPath)) return ['python3', PYTHON_HARNESS_PATH, ...tail];
-  return [BOX_NODE, ...(mode === 'run' ? [`--max-old-space-size=${ACTION_MAX_OLD_SPACE_MB}`] : []), '--import', TSX_LOADER, HARNESS_PATH, ...tail];
+  return [BOX_NODE, ...(mode === 'run' ? [`--max-old-space-size=${ACTION_MAX_OLD_SPACE_MB}`] : []), '--import', tsxLoader(), HARNESS_PATH, ...tail];
 }
 
 /**

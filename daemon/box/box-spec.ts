@@ -95,14 +95,24 @@ const OTHER_ALLOWED = ['/var/cache/fontconfig', '/var/lib/dbus/machine-id'];
 /** The merged-/usr links of a Debian root (real directories on older systems, bound as they are then). */
 const ROOT_LINKS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
+/** The directories above the packages' mount points, below /opt (/opt/node_modules, a scope's), parents first. */
+function packageParents(packages: [string, string][]): string[] {
+  const dirs = new Set<string>();
+  for (const [, inside] of packages) {
+    const parts = inside.split('/').slice(0, -1);
+    for (let i = 3; i <= parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+  }
+  return [...dirs].filter((d) => d !== BOX_RUNTIME).sort((a, b) => a.length - b.length);
+}
+
 /** rbrowse's files a box needs, by their host paths. */
 export interface BoxRuntime {
   /** The daemon's Node binary (the project's Node 24). */
   node: string;
   /** The package's daemon/ directory (the agent and the runners, .mjs). */
   daemonDir: string;
-  /** The package's node_modules (Playwright, chromium-bidi, tsx, the Kernel SDK for apps). */
-  nodeModules: string;
+  /** The packages the runners import (Playwright, chromium-bidi, tsx, the Kernel SDK for apps): [host directory, directory inside]. */
+  packages: [string, string][];
   /** Kernel's Python SDK for Python apps (its src/ and the shim/ that makes it import on Debian's packages), if the package has it. */
   pythonSdk?: string;
 }
@@ -228,6 +238,7 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
       '/opt',
       BOX_RUNTIME,
       BOX_BIN,
+      ...packageParents(input.runtime.packages),
       '/home',
       '/var',
       '/var/cache',
@@ -269,7 +280,7 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
       : []),
     [realpathSync(input.runtime.node), BOX_NODE, false],
     [input.runtime.daemonDir, `${BOX_RUNTIME}/daemon`, false],
-    [input.runtime.nodeModules, `${BOX_RUNTIME}/node_modules`, false],
+    ...input.runtime.packages.map(([host, inside]): [string, string, boolean] => [host, inside, false]),
     ...(input.runtime.pythonSdk ? [[input.runtime.pythonSdk, BOX_PYTHON_SDK, false] as [string, string, boolean]] : []),
     ...(input.binds ?? []).map((b): [string, string, boolean] => [b.host, b.inside, Boolean(b.writable)]),
   ];

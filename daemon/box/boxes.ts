@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
-import { runnerScript } from '../lib/node-runner.js';
 import { removeTree } from '../lib/fs-util.js';
 import { markedEnv } from '../lib/procs.js';
 import { sleep } from '../lib/procs.js';
 import { Box, type BoxHost } from './box.js';
 import { BOX_APP, boxResolvConf, boxSpec, DISK_LAYOUT, type BoxRuntime } from './box-spec.js';
+import { boxRuntime } from './box-runtime.js';
 import { HostPorts } from './host-ports.js';
 import type { BoxCgroups, BoxLimits } from './limits.js';
 import { detectBoxSupport, type BoxSupport } from './support.js';
@@ -50,19 +50,6 @@ export interface BoxRequest {
   etcFiles?: [string, string][];
 }
 
-/** rbrowse's files boxes need, found from where this module runs (sources or bundle). */
-export function boxRuntime(): BoxRuntime {
-  const daemonDir = dirname(dirname(runnerScript('box', 'agent.mjs')));
-  // The Python SDK ships vendored in the package (Apache-2.0), as the one its tests drive.
-  const pythonSdk = join(dirname(daemonDir), 'fixtures', 'clients', 'kernel-python-0.94.0');
-  return {
-    node: process.execPath,
-    daemonDir,
-    nodeModules: join(dirname(daemonDir), 'node_modules'),
-    ...(existsSync(join(pythonSdk, 'src', 'kernel')) ? { pythonSdk } : {}),
-  };
-}
-
 /** Whether any user may look a path up (every directory above it searchable by others). */
 function traversable(path: string): boolean {
   for (let dir = dirname(path); ; dir = dirname(dir)) {
@@ -73,24 +60,30 @@ function traversable(path: string): boolean {
 
 /**
  * The runtime as boxes can bind it: where the package lies below a directory others cannot search
- * (an install in /root), its three parts are bind-mounted read-only under /run/rbrowse once.
+ * (an install in /root), each of its parts is bind-mounted read-only under /run/rbrowse once.
  */
 async function reachableRuntime(runtime: BoxRuntime, tag: string): Promise<{ runtime: BoxRuntime; mounts: string[] }> {
-  const parts = Object.entries(runtime) as [keyof BoxRuntime, string][];
-  if (parts.every(([, p]) => traversable(p))) return { runtime, mounts: [] };
+  const hostPaths = [runtime.node, runtime.daemonDir, ...(runtime.pythonSdk ? [runtime.pythonSdk] : []), ...runtime.packages.map(([host]) => host)];
+  if (hostPaths.every(traversable)) return { runtime, mounts: [] };
   const dir = join(RUN_DIR, 'runtime', tag);
-  const out = { ...runtime };
   const mounts: string[] = [];
-  for (const [key, source] of parts) {
-    const target = join(dir, key);
+  const reachable = async (source: string, name: string): Promise<string> => {
+    const target = join(dir, name);
     const isFile = statSync(source).isFile();
     await mkdir(isFile ? dir : target, { recursive: true, mode: 0o755 });
     if (isFile) await execa('touch', [target]);
     await execa('mount', ['--bind', source, target]);
     await execa('mount', ['-o', 'remount,bind,ro', target]);
-    out[key] = target;
     mounts.push(target);
-  }
+    return target;
+  };
+  const out: BoxRuntime = {
+    node: await reachable(runtime.node, 'node'),
+    daemonDir: await reachable(runtime.daemonDir, 'daemonDir'),
+    packages: [],
+  };
+  if (runtime.pythonSdk) out.pythonSdk = await reachable(runtime.pythonSdk, 'pythonSdk');
+  for (const [i, [host, inside]] of runtime.packages.entries()) out.packages.push([await reachable(host, `package-${i}`), inside]);
   await execa('chmod', ['0711', RUN_DIR, join(RUN_DIR, 'runtime'), dir]);
   return { runtime: out, mounts };
 }

@@ -1,4 +1,4 @@
-"""Kernel's official Python SDK (0.94.0, unchanged, in fixtures/clients) against a running daemon.
+"""Kernel's official Python SDK (0.94.0, unchanged, in daemon/apps) against a running daemon.
 
 Run by test/python-sdk.test.ts, which starts the daemon and a fixtures server and sets
 KERNEL_BASE_URL, KERNEL_API_KEY, RBROWSE_FIXTURES_URL, RBROWSE_LOGIN_SITE_URL (a site with a real
