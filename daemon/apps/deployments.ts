@@ -25,7 +25,9 @@ import { EventStream, type StreamEvent } from '../lib/sse.js';
 import { paginate, type ListPage } from '../lib/paging.js';
 import type { OrgRecord } from '../lib/owned-records.js';
 import type { Store } from '../lib/state/store.js';
-import { BuildError, buildNpmrc, installDependencies, installPythonDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
+import { BuildError, installDependencies, installPythonDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
+import { BOX_NPMRC, npmSettings } from './npm-settings.js';
+import { packageVersion } from '../box/box-runtime.js';
 import { receiveDeploy } from './deploy-form.js';
 import { EventLog, sinceTime } from '../lib/event-log.js';
 import { appBaseEnv, isPythonEntrypoint } from './harness-command.js';
@@ -327,13 +329,21 @@ export class Deployments {
     let box: Box | undefined;
     try {
       await this.setStatus(rec, 'in_progress');
-      box = await this.deps.boxes.start({ kind: 'app', id: imageOf(rec.id), app: { writable: true }, etcFiles: buildNpmrc() });
+      const python = isPythonEntrypoint(rec.entrypoint_rel_path);
+      // The daemon user's npm settings as they are now: the box sees them without credentials.
+      const npm = python ? undefined : await npmSettings();
+      box = await this.deps.boxes.start({
+        kind: 'app',
+        id: imageOf(rec.id),
+        app: { writable: true },
+        ...(npm ? { etcFiles: [[BOX_NPMRC, npm.build], ...npm.files] } : {}),
+      });
       const files = new FileOps(box);
       await files.unpack(BOX_APP, await tarOf(source));
       const opts = { box, env, signal, log };
-      if (isPythonEntrypoint(rec.entrypoint_rel_path)) await installPythonDependencies(source, opts);
+      if (!npm) await installPythonDependencies(source, opts);
       else {
-        await installDependencies(source, opts);
+        await installDependencies(source, { ...opts, npm, sdkVersion: packageVersion('@onkernel/sdk') });
         await linkSdk(opts);
       }
       apps = await loadApps(rec.entrypoint_rel_path, { ...opts, env: { ...env, KERNEL_API_KEY: LOAD_TIME_API_KEY, ...rec.env_vars } });

@@ -106,3 +106,10 @@ export function packageInBox(name: string): string {
   if (!dir) throw new Error(`rbrowse's dependency ${name} is not installed`);
   return inBox(dir);
 }
+
+/** The version of a box package the daemon has. */
+export function packageVersion(name: string): string {
+  const dir = packageDir(name, boxRuntime().daemonDir);
+  if (!dir) throw new Error(`rbrowse's dependency ${name} is not installed`);
+  return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+}

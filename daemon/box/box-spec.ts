@@ -247,6 +247,10 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
     ].flatMap((d) => ['--perms', '0755', '--dir', d]),
     ...ETC_ALLOWED.flatMap((e) => ['--ro-bind-try', `/etc/${e}`, `/etc/${e}`]),
     ...hostChromiumEtc().flatMap((e) => ['--ro-bind-try', `${CHROMIUM_ETC}/${e}`, `${CHROMIUM_ETC}/${e}`]),
+    // Directories of their own for data files below /etc (an app build's npm settings in /etc/npm).
+    ...[...new Set(etcFiles.map(([dest]) => dest.slice(0, dest.lastIndexOf('/'))))]
+      .filter((d) => d !== '/etc')
+      .flatMap((d) => ['--perms', '0755', '--dir', d]),
     ...etcFiles.flatMap(([dest, content]) => ['--perms', '0644', '--ro-bind-data', dataFile(content), dest]),
     ...OTHER_ALLOWED.flatMap((p) => ['--ro-bind-try', p, p]),
     '--proc',

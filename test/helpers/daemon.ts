@@ -41,7 +41,8 @@ export interface TestDaemon {
 export function cleanEnv(home: string): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !k.startsWith('KERNEL_') && !k.startsWith('RBROWSE_')) env[k] = v;
+    // Nor the settings `npm test` hands its scripts (npm_config_*, npm_lifecycle_*): a user's shell has none.
+    if (v !== undefined && !k.startsWith('KERNEL_') && !k.startsWith('RBROWSE_') && !/^npm_/i.test(k)) env[k] = v;
   }
   // No standby browsers or spare boxes unless a test asks (RBROWSE_STANDBY, RBROWSE_SPARE_BOXES,
   // RBROWSE_APP_SPARE_BOXES in `env`): most tests count the processes and directories of a home,
