@@ -350,20 +350,22 @@ describe('app deploys with the npm settings of the daemon’s user', () => {
   });
 });
 
-test('the settings as the fetch and the build see them: ${VAR} filled in, credentials only in the fetch’s, CA files copied in', async () => {
+test('the settings as the fetch and the build see them: variables filled in, credentials only in the fetch’s, CA files copied in', async () => {
   const { npmSettings } = await import('../daemon/apps/npm-settings.js');
   const dir = await mkdtemp(join(tmpdir(), 'rbrowse-npm-settings-'));
   try {
     await writeFile(join(dir, 'ca.pem'), 'PEM');
+    // npm's references to the environment, as npm finds them in a file.
+    const ref = (name: string) => `$${'{'}${name}}`;
     await writeFile(
       join(dir, 'npmrc'),
       [
-        'registry=https://${REG_HOST}/',
-        '//${REG_HOST}/:_authToken=${REG_TOKEN}',
+        `registry=https://${ref('REG_HOST')}/`,
+        `//${ref('REG_HOST')}/:_authToken=${ref('REG_TOKEN')}`,
         'cafile=ca.pem',
         'https-proxy=http://me:secret@proxy.example:3128',
         'nodedir=/usr',
-        'optional=${UNSET?}',
+        `optional=${ref('UNSET?')}`,
       ].join('\n'),
     );
     const env = {
@@ -383,7 +385,7 @@ test('the settings as the fetch and the build see them: ${VAR} filled in, creden
     assert.match(s.build, /^https-proxy=http:\/\/proxy\.example:3128\/$/m);
     assert.match(s.build, /^nodedir=\/usr$/m);
     assert.match(s.build, /^fund=false$/m, 'the npm_config_* environment');
-    assert.match(s.build, /^optional=$/m, '${VAR?} is empty when unset');
+    assert.match(s.build, /^optional=$/m, 'an unset optional reference is empty');
     // The relative CA file, resolved against its npmrc, is copied in under /etc/npm.
     assert.deepEqual(s.files, [['/etc/npm/ca-0.pem', 'PEM']]);
     assert.match(s.build, /^cafile=\/etc\/npm\/ca-0\.pem$/m);

@@ -133,7 +133,7 @@ async function hostLayers(env: NodeJS.ProcessEnv): Promise<{ globalconfig?: stri
   const out: Record<string, string> = {};
   for (const line of r.stdout.split('\n')) {
     const m = /^(globalconfig|userconfig|cache)=(.*)$/.exec(line.trim());
-    if (m && m[2] && m[2] !== 'null') out[m[1]!] = m[2];
+    if (m?.[2] && m[2] !== 'null') out[m[1]!] = m[2];
   }
   return out;
 }
