@@ -1,6 +1,6 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -451,6 +451,91 @@ describe('rbrowse CLI', () => {
     assert.equal(lines(out(await cli(['ls', '-q', '--limit', '2']))).length, 2);
     assert.deepEqual(lines(out(await cli(['ls', '-q']))), [...many].reverse());
     assertOk(await cli(['rm', ...many]), 'rm');
+  });
+
+  test('first contact: the pipeline with nothing to delete, rm --all, the inactivity note, a range the CLI checks, a screenshot to stdout, the daemon log', async () => {
+    // xargs runs rm once with no argument when ls prints nothing: nothing to delete is no error.
+    const empty = await execa('sh', ['-c', `"${CLI}" ls -q | xargs "${CLI}" rm`], { env: daemon.env, extendEnv: false, reject: false });
+    assert.equal(empty.exitCode, 0, empty.stderr);
+    assert.equal(empty.stdout, '');
+
+    // The human output ends with a newline and says when the session ends by itself.
+    const created = await execa(CLI, ['create', '--headless'], { env: daemon.env, extendEnv: false, reject: false, stripFinalNewline: false });
+    assert.equal(created.exitCode, 0, created.stderr);
+    assert.ok(created.stdout.endsWith('\n') && created.stderr.endsWith('\n'), 'each stream ends its last line');
+    assert.match(created.stderr, /ends 60 s after its last CDP client or live viewer leaves/);
+    const id = /^session_id\s+(\S+)$/m.exec(created.stdout)![1]!;
+
+    const png = await execa(CLI, ['computer', 'screenshot', id, '-o', '-'], { env: daemon.env, extendEnv: false, encoding: 'buffer', reject: false });
+    assert.equal(png.exitCode, 0, String(png.stderr));
+    assert.deepEqual([...png.stdout.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG on stdout');
+    assert.equal(existsSync('-'), false, 'no file named -');
+
+    // The range --help states is checked by the CLI itself: a usage error, before any request.
+    for (const bad of ['999999', '5']) {
+      const r = await cli(['create', '--headless', '--timeout-seconds', bad]);
+      assert.equal(r.exitCode, 2, `${bad}: ${r.stderr}`);
+      assert.match(err(r), /10\.\.259200/);
+    }
+
+    const second = parseJson(await cli(['create', '--headless', '--json']), 'create').session_id as string;
+    const all = await cli(['rm', '--all']);
+    assertOk(all, 'rm --all');
+    assert.deepEqual(lines(out(all)).sort(), [id, second].sort());
+    assert.deepEqual((await daemon.api('GET', '/browsers')).body, []);
+    assert.equal((await cli(['rm', '--all', id])).exitCode, 2, 'ids and --all together are a usage error');
+
+    const logs = await cli(['daemon', 'logs', '-n', '3']);
+    assertOk(logs, 'daemon logs');
+    assert.equal(lines(out(logs)).length, 3);
+    assert.match(out(logs), /^\d{4}-\d\d-\d\dT\S+ {2}\S/m, 'time, then the message');
+    const json = await cli(['daemon', 'logs', '-n', '1', '--json']);
+    assert.ok(JSON.parse(out(json)).msg, 'the JSON line as written');
+  });
+
+  test('every rbrowse command the docs show exists, with the options they give it', async () => {
+    const tree = parseJson(await cli(['__operations']), '__operations').commands as { path: string; aliases: string[]; options: string[] }[];
+    const GLOBAL = ['base-url', 'api-key', 'project', 'help', 'version'];
+    /** The command a line's words name (aliases too), and the words after it. */
+    const resolve = (words: string[]) => {
+      let path: string[] = [];
+      let node: (typeof tree)[number] | undefined;
+      for (const word of words) {
+        const next = tree.find((c) => {
+          const parts = c.path.split(' ');
+          return parts.length === path.length + 1 && parts.slice(0, -1).join(' ') === path.join(' ') && (parts.at(-1) === word || c.aliases.includes(word));
+        });
+        if (!next) break;
+        node = next;
+        path = next.path.split(' ');
+      }
+      return node;
+    };
+    const docs = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const wrong: string[] = [];
+    let checked = 0;
+    for (const doc of docs) {
+      const text = readFileSync(join(ROOT, doc), 'utf8');
+      for (const block of text.matchAll(/```sh\n([\s\S]*?)\n```/g)) {
+        for (const m of block[1]!.matchAll(/(?:^|[|;&(]\s*|\$\()rbrowse((?: +[^\s|;&)#]+)*)/gm)) {
+          const args = m[1]!.trim().split(/\s+/).filter(Boolean);
+          // The program's own options come first, with their values.
+          while (/^--(project|base-url|api-key)$/.test(args[0] ?? '')) args.splice(0, 2);
+          const words = args.filter((a) => /^[a-z][\w-]*$/.test(a));
+          const node = resolve(words);
+          checked++;
+          if (!node) {
+            wrong.push(`${doc}: rbrowse ${args.join(' ')}: no such command`);
+            continue;
+          }
+          for (const opt of args.filter((a) => /^--[a-z]/.test(a)).map((a) => a.replace(/^--/, '').replace(/=.*$/, ''))) {
+            if (!node.options.includes(opt) && !GLOBAL.includes(opt)) wrong.push(`${doc}: rbrowse ${node.path}: no option --${opt}`);
+          }
+        }
+      }
+    }
+    assert.ok(checked > 100, `checked ${checked} command lines`);
+    assert.deepEqual(wrong, []);
   });
 
   test('--json prints the API objects: pools, files, mouse, keys', async () => {
