@@ -47,15 +47,16 @@ runBench(async (cleanups) => {
   progress('npm pack of a fresh clone');
   const tarball = await packFreshClone(work);
   const size = (await stat(tarball)).size;
-  const unpacked = (await execa('tar', ['tzvf', tarball])).stdout
-    .split('\n')
-    .reduce((sum, line) => sum + Number(line.split(/\s+/)[2] ?? 0), 0);
+  const unpacked = (await execa('tar', ['tzvf', tarball])).stdout.split('\n').reduce((sum, line) => sum + Number(line.split(/\s+/)[2] ?? 0), 0);
 
   const home = join(work, 'home');
   await mkdir(home);
   const env = cleanEnv(join(home, '.rbrowse'));
   env.HOME = home;
-  env.PATH = `${join(work, 'global', 'bin')}:${(env.PATH ?? '').split(':').filter((p) => !p.includes('/node_modules/.bin')).join(':')}`;
+  env.PATH = `${join(work, 'global', 'bin')}:${(env.PATH ?? '')
+    .split(':')
+    .filter((p) => !p.includes('/node_modules/.bin'))
+    .join(':')}`;
   delete env.RBROWSE_HOME;
   const rbrowse = join(work, 'global', 'bin', 'rbrowse');
   cleanups.push(async () => {

@@ -503,7 +503,9 @@ describe('rbrowse CLI', () => {
       for (const word of words) {
         const next = tree.find((c) => {
           const parts = c.path.split(' ');
-          return parts.length === path.length + 1 && parts.slice(0, -1).join(' ') === path.join(' ') && (parts.at(-1) === word || c.aliases.includes(word));
+          return (
+            parts.length === path.length + 1 && parts.slice(0, -1).join(' ') === path.join(' ') && (parts.at(-1) === word || c.aliases.includes(word))
+          );
         });
         if (!next) break;
         node = next;
@@ -511,7 +513,12 @@ describe('rbrowse CLI', () => {
       }
       return node;
     };
-    const docs = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const docs = [
+      'README.md',
+      ...readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
     const wrong: string[] = [];
     let checked = 0;
     for (const doc of docs) {

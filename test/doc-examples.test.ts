@@ -37,7 +37,8 @@ function stepsOf(doc: string, text: string): { steps: Step[]; unmarked: string[]
       if (CODE_LANGS.includes(lang!)) unmarked.push(where);
       continue;
     }
-    if (marker === 'example-setup' || marker === 'example-shell') steps.push({ kind: marker === 'example-setup' ? 'setup' : 'shell', code: code!, where });
+    if (marker === 'example-setup' || marker === 'example-shell')
+      steps.push({ kind: marker === 'example-setup' ? 'setup' : 'shell', code: code!, where });
     else {
       const saved = /\s+\(saved\)$/.test(file!);
       steps.push({ kind: 'file', path: file!.replace(/\s+\(saved\)$/, ''), run: !saved, code: code!, where });
@@ -108,8 +109,18 @@ describe('the docs', () => {
         const parent = await mkdtemp(join(work, `${basename(doc, '.md')}-`));
         await copyFile(tarball, join(parent, basename(tarball)));
         // A user's shell: this Node first, rbrowse on PATH as the README's set-up leaves it, no npm script's settings.
-        const PATH = [node.dir, join(ROOT, 'bin'), ...(process.env.PATH ?? '').split(':').filter((p) => p && !p.includes('/node_modules/.bin') && p !== node.dir)].join(':');
-        const env: Record<string, string> = { ...d.env, PATH, npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false' };
+        const PATH = [
+          node.dir,
+          join(ROOT, 'bin'),
+          ...(process.env.PATH ?? '').split(':').filter((p) => p && !p.includes('/node_modules/.bin') && p !== node.dir),
+        ].join(':');
+        const env: Record<string, string> = {
+          ...d.env,
+          PATH,
+          npm_config_prefer_offline: 'true',
+          npm_config_audit: 'false',
+          npm_config_fund: 'false',
+        };
         const r = await execa('bash', ['-c', scriptOf(all)], { cwd: parent, env, extendEnv: false, reject: false, timeout: 900_000, all: true });
         const output = String(r.all);
         const failedAt = [...output.matchAll(/^::step (.*)$/gm)].at(-1)?.[1];

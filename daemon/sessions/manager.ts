@@ -648,8 +648,16 @@ export class SessionManager {
     // A live session wins over deleted ones of the same name.
     const record =
       mine.find((s) => s.id === idOrName) ?? mine.find((s) => s.name === idOrName && !s.deleted_at) ?? mine.findLast((s) => s.name === idOrName);
-    if (!record) throw new NotFoundError(`browser session ${idOrName} not found`);
-    return record;
+    if (record) return record;
+    // An ended session is still told apart from a typo, for as long as its record is kept.
+    const ended = includeDeleted ? undefined : this.endedRecord(org, idOrName);
+    throw new NotFoundError(ended ? `browser session ${idOrName} ${howEnded(ended)}` : `browser session ${idOrName} not found`);
+  }
+
+  /** The org's ended session of that id (or the newest of that name), from the history. */
+  private endedRecord(org: OrgRecord, idOrName: string): SessionRecord | undefined {
+    const ended = this.deps.history.allWith(this.deps.store.data.sessions).filter((s) => s.org_id === org.id && s.deleted_at);
+    return ended.find((s) => s.id === idOrName) ?? ended.findLast((s) => s.name === idOrName);
   }
 
   /** The spec's viewport rules; anything unsupported is a 400 listing what is. */
@@ -723,4 +731,27 @@ export class SessionManager {
 
 async function releaseAll(launches: FeatureLaunch[]): Promise<void> {
   await Promise.allSettled(launches.map(async (l) => l.release?.()));
+}
+
+/** How and when a session ended, in words for its 404 (its end_reason, as the manager and its wings set it). */
+export function howEnded(record: Pick<SessionRecord, 'end_reason' | 'deleted_at' | 'timeout_seconds'>): string {
+  const at = record.deleted_at ? ` at ${record.deleted_at}` : '';
+  switch (record.end_reason) {
+    case 'timeout':
+      return `ended after ${record.timeout_seconds} s without a client${at}`;
+    case 'deleted':
+      return `was deleted${at}`;
+    case 'browser_exited':
+      return `ended${at}: its browser exited`;
+    case 'daemon_stop':
+      return `ended${at}: the daemon stopped`;
+    case 'agent_ended':
+      return `ended${at}: the MCP connection that held it ended`;
+    case 'released':
+      return `ended${at}: it was released to its pool`;
+    case undefined:
+      return `ended${at}`;
+    default:
+      return `ended${at} (${record.end_reason.replace(/_/g, ' ')})`;
+  }
 }
