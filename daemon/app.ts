@@ -21,7 +21,7 @@ import { TelemetryDestinations } from './features/telemetry/destinations.js';
 import { BidiGateway } from './http/gateways/bidi.js';
 import { LIVE_WS_PATH, LiveView } from './http/gateways/live-view.js';
 import { buildServer } from './http/server.js';
-import { mcpEndpoint } from './http/mcp.js';
+import { McpEndpoint } from './http/mcp.js';
 import { ConnectionGuard, frontDoorLimits, HostCheck } from './http/front-door.js';
 import { OriginCheck, WebsocketLimits, websocketLimitsFromEnv } from './http/websocket-limits.js';
 import { browserHandlers } from './http/routes/browsers.js';
@@ -308,13 +308,20 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   cdpRelay.start();
   const gateway = new CdpGateway({ sessions, telemetry, limits: websockets, origins, relay: cdpRelay, log: opts.log });
   const watch = new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) });
+  const mcp = new McpEndpoint(
+    { sessions, log: opts.log },
+    {
+      idleMs: (Number(process.env.RBROWSE_MCP_IDLE_SECONDS) || 600) * 1000,
+      maxPerOrg: Number(process.env.RBROWSE_MCP_MAX_CONNECTIONS) || 64,
+    },
+  );
   const server = await buildServer({
     limits,
     connections,
     hosts,
     auth,
     scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
-    mcp: mcpEndpoint(publicUrl),
+    mcp: mcp.handle,
     jwtScope: async (jwt) => {
       const session = await sessions.sessionForToken(jwt, 'cdp');
       const scope = await projects.scopeOfOwner(session.record.org_id);
@@ -413,6 +420,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
         }
       };
       watch.close();
+      await step('MCP connections', () => mcp.stop());
       pools.close();
       await step('managed auth', () => authConnections.close());
       await step('invocations', () => invocations.close());

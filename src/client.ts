@@ -2,7 +2,7 @@ import type { Static, TSchema } from 'typebox';
 import type { ErrorBody } from './errors.js';
 import type { Readable } from 'node:stream';
 import { formBody } from './form-body.js';
-import { exchange, isFormData, type ExchangeBody } from './http-exchange.js';
+import { exchange, isFormData, type Exchange, type ExchangeBody } from './http-exchange.js';
 import { routes, type RouteDef, type BodyOf, type OperationId, type ParamsOf, type QueryOf, type ResponseOf, type Routes } from './api/routes.js';
 
 type FormOf<F> = F extends { files: readonly (infer N extends string)[]; fields: infer T extends TSchema } ? Static<T> & Record<N, Blob> : never;
@@ -55,6 +55,8 @@ export class RbrowseClient {
     readonly apiKey?: string,
     /** A project id: every request is scoped to it (X-Kernel-Project-Id). */
     readonly projectId?: string,
+    /** How a request is sent: over HTTP, or (the daemon's own calls) into its server without a socket. */
+    private readonly send: typeof exchange = exchange,
   ) {}
 
   async call<K extends OperationId>(op: K, args: CallArgs<K>): Promise<ResponseOf<K>> {
@@ -81,7 +83,7 @@ export class RbrowseClient {
     const def: RouteDef = route;
     const headers = this.headers(def);
     const body = this.body(def, (args as { body?: unknown }).body, headers);
-    const res = await exchange(this.url(op, args), { method: route.method, headers, body });
+    const res: Exchange = await this.send(this.url(op, args), { method: route.method, headers, body });
     const answer = { status: res.status, headers: res.headers };
     const ok = res.status < 400;
     if (def.produces && ok) return { ...answer, data: res.body as ResponseOf<K> };

@@ -28,6 +28,8 @@ const CLI_ONLY_OPTIONS = new Set([
   'token-stdin',
   'payload-file',
   'source-file',
+  // rm --all: every active session, which the command lists itself.
+  'all',
 ]);
 
 interface OpenApiOperation {

@@ -283,9 +283,9 @@ describe('rbrowse CLI', () => {
     assert.ok(i >= 0, out(r));
     assert.match(got[i]!, /needed for the browser of every session/);
     const fix = installCommand([SYSTEM_DEPS.find((dep) => dep.name === 'chromium')!]);
-    assert.ok(fix.includes('apt-get install -y chromium'), fix);
+    assert.ok(fix.includes('apt-get install -y -qq chromium'), fix);
     assert.equal(got[i + 1]!.trim(), `fix: ${fix}`);
-    assert.ok(out(r).endsWith(`install everything missing with:\n  ${fix}`), out(r));
+    assert.ok(out(r).endsWith(`install everything missing with:\n  ${fix}\n  (or: rbrowse setup)`), out(r));
     const jr = await cli(['doctor', '--json'], { RBROWSE_CHROMIUM: '/nonexistent/chromium' });
     assert.equal(jr.exitCode, 1);
     const json = JSON.parse(out(jr)) as { name: string }[];

@@ -401,7 +401,9 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     const created = await kernel.deployments.create({ file: zipFile(await zipOf(files)), entrypoint_rel_path: 'index.ts' });
     const events = await followAll(kernel, created.id);
     assert.equal(events.at(-1)!.deployment.status, 'running', JSON.stringify(events.filter((e) => e.event !== 'log')));
-    assert.ok(events.some((e) => e.event === 'log' && e.message === '$ npm install --no-audit --no-fund --no-update-notifier'));
+    // The fetch (no scripts, no credentials needed here: a path dependency), then the build with the scripts.
+    assert.ok(events.some((e) => e.event === 'log' && e.message.startsWith('$ npm install --ignore-scripts')));
+    assert.ok(events.some((e) => e.event === 'log' && e.message.startsWith('$ npm rebuild')));
     assert.ok(
       events.some((e) => e.event === 'log' && e.message === `postinstall on node ${process.version}`),
       'npm and its scripts run on the daemon’s Node',

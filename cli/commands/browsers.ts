@@ -181,7 +181,7 @@ export function deleteCommand(name: string): Command {
         : ids;
       await deleteEach(targets, (id) => client.call('deleteBrowser', { params: { id } }));
     });
-  return covers(cmd, 'deleteBrowser', 'listBrowsers');
+  return covers(cmd, 'deleteBrowser');
 }
 
 export function browsersCommand(): Command {

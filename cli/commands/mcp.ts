@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Argument, Command } from 'commander';
+import { TOOL_GROUPS } from '../../src/mcp/tools.js';
 import { clientFor } from '../context.js';
 
 /** The command an MCP client runs: this checkout's bin/rbrowse, whatever the client's PATH. */
@@ -100,24 +101,49 @@ export function mcpCommand(): Command {
   const mcp = new Command('mcp').description("an MCP server for AI agents: rbrowse's browsers as tools (stdio)");
   mcp
     .command('serve', { isDefault: true })
-    .description('serve MCP over stdin and stdout (what an MCP client runs); the daemon serves the same tools at /mcp')
+    .description("serve MCP over stdin and stdout (what an MCP client runs): a relay to the daemon's /mcp, which holds the connection's sessions")
+    .option('--tools <groups>', `only these tool groups, comma-separated (${TOOL_GROUPS.join(', ')}); default: all`)
     .addHelpText(
       'after',
-      "\nExample:\n  rbrowse mcp                  # as an MCP client's command\n  rbrowse mcp install cursor   # or configure the client to run it",
+      "\nThe connection's own browser session ends when this process does, unless the agent kept it (keep_browser).\n\nExamples:\n  rbrowse mcp                  # as an MCP client's command\n  rbrowse mcp --tools browsers,page\n  rbrowse mcp install cursor   # or configure the client to run it",
     )
-    .action(async (_opts, cmd: Command) => {
+    .action(async (o: { tools?: string }, cmd: Command) => {
       const client = await clientFor(cmd);
-      const [{ StdioServerTransport }, { mcpServer }] = await Promise.all([
+      const [{ StdioServerTransport }, { StreamableHTTPClientTransport }] = await Promise.all([
         import('@modelcontextprotocol/sdk/server/stdio.js'),
-        import('../../src/mcp/server.js'),
+        import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
       ]);
-      const server = mcpServer(client);
-      await server.connect(new StdioServerTransport());
+      const url = new URL('/mcp', client.baseUrl);
+      if (o.tools) url.searchParams.set('tools', o.tools);
+      // Messages pass as they are, both ways: the daemon's endpoint is the server (one set of
+      // tools, one place that holds the sessions), this process only the client's stdio.
+      const daemon = new StreamableHTTPClientTransport(url, { requestInit: { headers: client.authHeaders() } });
+      const stdio = new StdioServerTransport();
+      let closing = false;
+      const close = async (code = 0) => {
+        if (closing) return;
+        closing = true;
+        // The daemon ends the connection (and its own session) at once, rather than when it goes idle.
+        await daemon.terminateSession().catch(() => {});
+        await daemon.close().catch(() => {});
+        process.exit(code);
+      };
+      stdio.onmessage = (message) => {
+        daemon.send(message).catch((err: Error) => {
+          // A request the daemon could not take is answered as the protocol wants, not dropped.
+          const id = (message as { id?: string | number }).id;
+          if (id !== undefined) void stdio.send({ jsonrpc: '2.0', id, error: { code: -32603, message: `the rbrowse daemon: ${err.message}` } });
+        });
+      };
+      daemon.onmessage = (message) => void stdio.send(message);
+      daemon.onerror = (err) => process.stderr.write(`rbrowse mcp: ${err.message}\n`);
+      stdio.onclose = () => void close();
+      await daemon.start();
+      await stdio.start();
+      process.stdin.once('end', () => void close());
+      for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void close(0));
       // Served until the client closes stdin.
-      await new Promise<void>((done) => {
-        server.onclose = done;
-        process.stdin.once('end', done);
-      });
+      await new Promise(() => {});
     });
   mcp
     .command('install')

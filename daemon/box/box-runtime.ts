@@ -8,7 +8,17 @@ import { BOX_RUNTIME, type BoxRuntime } from './box-spec.js';
  * (Playwright, chromium-bidi, ws, chrome-remote-interface, esbuild), an app's TypeScript loader
  * (tsx), the Kernel SDK linked into apps, and Playwright's MCP server for the page tools.
  */
-const BOX_PACKAGES = ['playwright', 'chromium-bidi', 'ws', 'chrome-remote-interface', 'esbuild', 'tsx', '@onkernel/sdk', '@playwright/mcp'];
+const BOX_PACKAGES = [
+  'playwright',
+  'chromium-bidi',
+  'ws',
+  'chrome-remote-interface',
+  'esbuild',
+  'tsx',
+  '@onkernel/sdk',
+  '@playwright/mcp',
+  '@modelcontextprotocol/sdk',
+];
 
 /** Where the packages a project install hoisted beside rbrowse are, inside a box. */
 const BOX_HOISTED = '/opt/node_modules';

@@ -93,8 +93,8 @@ export interface SessionService {
 /** Makes a session's service of one kind; the function itself names the kind. */
 export type ServiceKind<T extends SessionService> = (session: LiveSession) => T;
 
-/** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight, or a process running. */
-export type ClientKind = 'cdp' | 'viewer' | 'api';
+/** cdp: a CDP client; viewer: a live-view viewer; api: a computer or filesystem request in flight, or a process running; agent: an MCP connection that made or drives it. */
+export type ClientKind = 'cdp' | 'viewer' | 'api' | 'agent';
 
 /**
  * A running session: owns its box (namespaces, users, limits: see daemon/box), and in it its
@@ -102,7 +102,7 @@ export type ClientKind = 'cdp' | 'viewer' | 'api';
  * them. Connected clients (CDP, viewers, API requests) keep the inactivity timer off.
  */
 export class LiveSession {
-  private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0, api: 0 };
+  private readonly clients: Record<ClientKind, number> = { cdp: 0, viewer: 0, api: 0, agent: 0 };
   private lastActivity = Date.now();
   private fileOps?: FileOps;
   /** The in-session services asked for so far, by kind, in the order they were made. */
@@ -296,7 +296,7 @@ export class LiveSession {
 
   /** Since when no client has been connected (ms epoch), or null while one is. */
   get idleSince(): number | null {
-    return this.clients.cdp + this.clients.viewer + this.clients.api > 0 ? null : this.lastActivity;
+    return this.clients.cdp + this.clients.viewer + this.clients.api + this.clients.agent > 0 ? null : this.lastActivity;
   }
 
   connected(kind: ClientKind): number {
