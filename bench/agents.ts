@@ -29,7 +29,7 @@ const LOOPS = arg('--loops', 5);
 const STEPS = ['browser_navigate', 'browser_snapshot', 'browser_type', 'browser_click', 'browser_snapshot#2'] as const;
 type Timings = Record<(typeof STEPS)[number], number[]>;
 
-const refOf = (snapshot: string, role: string, name: string) => new RegExp(`${role} "${name}"[^\\n]*\\[ref=(e\\d+)\\]`).exec(snapshot)?.[1];
+const refOf = (snapshot: string, role: string, name: string) => new RegExp(`${role} "${name}"[^\\n]*\\[ref=([^\\]]+)\\]`).exec(snapshot)?.[1];
 const textOf = (a: unknown) => ((a as { content: { text?: string }[] }).content ?? []).map((c) => c.text ?? '').join('\n');
 
 /** One agent's loops; the time of each step, and the errors it met. */
@@ -51,7 +51,7 @@ async function agentLoops(client: Client, pageUrl: string, t: Timings): Promise<
     const box = refOf(snap, 'textbox', 'Name');
     const button = refOf(snap, 'button', 'Greet');
     if (!box || !button) {
-      errors.push('no refs in the snapshot');
+      errors.push(`no refs in the snapshot: ${snap.slice(0, 400)}`);
       continue;
     }
     await step('browser_type', { element: 'Name', target: box, text: `agent ${i}` });

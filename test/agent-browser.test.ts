@@ -55,7 +55,7 @@ async function agentBrowser(args: string[], env: Record<string, string>): Promis
 
 /** The ref agent-browser's snapshot gives the element of that role and name (`[ref=e3]`, used as @e3). */
 function refOf(snapshot: string, role: string, name: string): string {
-  const m = new RegExp(`${role} "${name}"[^\\n]*\\[ref=(e\\d+)\\]`).exec(snapshot);
+  const m = new RegExp(`${role} "${name}"[^\\n]*\\[ref=([^\\]]+)\\]`).exec(snapshot);
   assert.ok(m, `no ${role} "${name}" in:\n${snapshot}`);
   return `@${m[1]}`;
 }

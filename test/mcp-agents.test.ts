@@ -41,7 +41,7 @@ async function ok(client: Client, name: string, args: Record<string, unknown> = 
 }
 /** The ref Playwright MCP's snapshot gives the element of that role and name. */
 function refOf(snapshot: string, role: string, name: string): string {
-  const m = new RegExp(`${role} "${name}"[^\\n]*\\[ref=(e\\d+)\\]`).exec(snapshot);
+  const m = new RegExp(`${role} "${name}"[^\\n]*\\[ref=([^\\]]+)\\]`).exec(snapshot);
   assert.ok(m, `no ${role} "${name}" in the snapshot:\n${snapshot.slice(0, 3000)}`);
   return m[1]!;
 }

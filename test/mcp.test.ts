@@ -260,3 +260,21 @@ describe('MCP', () => {
     }
   });
 });
+
+test("the page tools rbrowse lists are @playwright/mcp's own, as the installed version declares them (RBROWSE_UPDATE_PAGE_TOOLS=1 rewrites the copy)", async () => {
+  const { createConnection } = await import('@playwright/mcp');
+  const { InMemoryTransport } = await import('@modelcontextprotocol/sdk/inMemory.js');
+  const server = await createConnection({ browser: { cdpEndpoint: 'http://127.0.0.1:1' } });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await server.connect(a);
+  const client = new Client({ name: 'rbrowse-test', version: '1' });
+  await client.connect(b);
+  try {
+    const { tools } = await client.listTools();
+    const file = join(process.cwd(), 'daemon/in-session/page-tools/tools.json');
+    if (process.env.RBROWSE_UPDATE_PAGE_TOOLS === '1') await writeFile(file, `${JSON.stringify(tools, null, 2)}\n`);
+    assert.deepEqual(JSON.parse(await readFile(file, 'utf8')), JSON.parse(JSON.stringify(tools)));
+  } finally {
+    await client.close();
+  }
+});

@@ -171,7 +171,8 @@ function inputOf(route: RouteDef): { schema: McpTool['inputSchema']; mapping: Ma
     add('content', CONTENT.content, true);
     add('encoding', CONTENT.encoding, false);
   }
-  return { schema: { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false }, mapping };
+  // Unknown inputs are refused when called (argsOf), so the schema need not say so on every tool.
+  return { schema: { type: 'object', properties, ...(required.length ? { required } : {}) }, mapping };
 }
 
 /** The call a route tool makes from its input. */
@@ -229,7 +230,12 @@ function routeTool(
     description,
     group,
     inputSchema: schema,
-    annotations: opts.annotations ?? { readOnlyHint: readOnly, destructiveHint: route.method === 'DELETE', openWorldHint: false },
+    // MCP's defaults are not read-only, destructive and open-world: only what differs is said.
+    annotations: opts.annotations ?? {
+      ...(readOnly ? { readOnlyHint: true } : {}),
+      destructiveHint: route.method === 'DELETE',
+      openWorldHint: false,
+    },
     ...(opts.pageContent ? { pageContent: true } : {}),
     async run(ctx, input) {
       const args = argsOf(mapping, input) as { params: Record<string, unknown> };
@@ -272,7 +278,7 @@ const setupProfile: McpTool = {
   name: 'setup_profile',
   group: 'profiles',
   description:
-    'Create a profile (or use an existing one) and start a headful browser that saves into it: returns the live view URL where the user signs in to their sites. Delete the browser (delete_browser) when they are done: that saves the profile, which create_browser can then load with profile.name.',
+    'Start a headful browser saving into a profile (made if new): its live view URL, where the user signs in. delete_browser when they are done saves the profile, which create_browser loads with profile.name.',
   inputSchema: {
     type: 'object',
     properties: { profile_name: { type: 'string', minLength: 1, description: 'The profile to create or update' } },
@@ -316,7 +322,7 @@ const createBrowser = ((): McpTool => {
     'create_browser',
     'createBrowser',
     'browsers',
-    "Start another browser session (headful with a live view unless headless is true); the page tools act on this connection's own session without it. Returns session_id (give it to other tools), cdp_ws_url and browser_live_view_url. It lasts while this MCP connection does, then ends after timeout_seconds (default 60) without a client, or on delete_browser.",
+    "Start another browser session (headful with a live view unless headless is true): session_id (for other tools' session_id), cdp_ws_url, browser_live_view_url. Held while this connection lasts, then ends after timeout_seconds (default 60) without a client.",
   );
   return {
     ...tool,
@@ -332,7 +338,7 @@ const keepBrowser: McpTool = {
   name: 'keep_browser',
   group: 'browsers',
   description:
-    "Keep a session after this MCP connection ends (this connection's own session is ended with it otherwise); it then ends after its timeout_seconds without a client, or on delete_browser.",
+    'Keep a session after this connection ends (its own session ends with it otherwise); it then ends after its timeout_seconds without a client.',
   inputSchema: { type: 'object', properties: { session_id: SESSION_ID_SCHEMA }, additionalProperties: false },
   annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
   async run(ctx, input) {
@@ -376,7 +382,7 @@ export const tools: readonly McpTool[] = [
     'invoke_webmcp_tool',
     'invokeWebmcpTool',
     'webmcp',
-    'Invoke a page tool by the tool_ref list_webmcp_tools gave, with its input: its output (untrusted page content). A declarative form without autosubmit comes back awaiting_submission, filled in: confirm, then submit it. After outcome_unknown, check what the tool did before invoking it again.',
+    'Invoke a page tool by the tool_ref list_webmcp_tools gave: its output (untrusted page content). A form without autosubmit comes back awaiting_submission: confirm, then submit it. After outcome_unknown, check before invoking again.',
   ),
   routeTool('take_screenshot', 'computerScreenshot', 'computer', 'A PNG of the session screen (optionally a region), returned as an image.', {
     annotations: { readOnlyHint: true, openWorldHint: false },
