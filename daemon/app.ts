@@ -22,6 +22,7 @@ import { BidiGateway } from './http/gateways/bidi.js';
 import { LIVE_WS_PATH, LiveView } from './http/gateways/live-view.js';
 import { buildServer } from './http/server.js';
 import { McpEndpoint } from './http/mcp.js';
+import { StorageQuotas, storageLimitsFromEnv } from './org/storage.js';
 import { ConnectionGuard, frontDoorLimits, HostCheck } from './http/front-door.js';
 import { OriginCheck, WebsocketLimits, websocketLimitsFromEnv } from './http/websocket-limits.js';
 import { browserHandlers } from './http/routes/browsers.js';
@@ -136,18 +137,27 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const store = await Store.open(paths.stateFile, opts.log);
   await mkdir(paths.historyDir, { recursive: true, mode: 0o700 });
   const retention = retentionFromEnv();
-  const sessionHistory = await History.open<SessionRecord>(join(paths.historyDir, 'sessions.jsonl'), retention, (r) =>
-    Date.parse(r.deleted_at ?? r.created_at),
+  // Bounded for each owner apart: one organization's churn cannot push another's records out.
+  const sessionHistory = await History.open<SessionRecord>(
+    join(paths.historyDir, 'sessions.jsonl'),
+    retention,
+    (r) => Date.parse(r.deleted_at ?? r.created_at),
+    (r) => r.org_id,
   );
-  const invocationHistory = await History.open<InvocationRecord>(join(paths.historyDir, 'invocations.jsonl'), retention, (r) =>
-    Date.parse(r.finished_at ?? r.started_at),
+  const invocationHistory = await History.open<InvocationRecord>(
+    join(paths.historyDir, 'invocations.jsonl'),
+    retention,
+    (r) => Date.parse(r.finished_at ?? r.started_at),
+    (r) => r.org_id,
   );
   const launcher = new ProcessLauncher({ home: opts.home, log: opts.log });
   const cdpRelay = new CdpRelay({ log: opts.log });
   // Every session and app runs in a box of its own (namespaces, users, limits: daemon/box).
   const boxes = await Boxes.create({ home: opts.home, dir: join(opts.home, 'boxes'), host: launcher, log: opts.log });
   // Built before the reaper: a crashed daemon's sessions with save_changes are saved from the disks their boxes left.
-  const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log });
+  // What each organization may keep on the disk, and the reserve the daemon keeps: every module that stores an organization's files admits its writes here.
+  const storage = new StorageQuotas({ home: opts.home, store }, storageLimitsFromEnv());
+  const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log, storage });
   await reapLeftovers({
     home: opts.home,
     sessionsDir: paths.sessionsDir,
@@ -165,7 +175,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const chromiumSandbox = process.env.RBROWSE_CHROMIUM_SANDBOX !== 'off';
   let baseUrl = baseUrlFor(opts.host, opts.port);
   const publicUrl = () => baseUrl;
-  const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log });
+  const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log, storage });
   const proxies = new Proxies({
     store,
     credentialsDir: paths.credentialsDir,
@@ -187,7 +197,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     busy: () => invocations.busy || sessions.busy,
     log: opts.log,
   });
-  const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log, stopped: (id) => appSpares.forget(id) });
+  const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log, stopped: (id) => appSpares.forget(id), storage });
   await deployments.recover();
   const invocations = new Invocations({
     store,
@@ -218,6 +228,15 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     tokens,
     maxMegabytes: Number(process.env.RBROWSE_REPLAY_MAX_MB) || 1024,
     log: opts.log,
+    storage,
+  });
+  // Replays stay after their sessions: those of the organization's sessions, live and ended, count.
+  storage.register('replays', {
+    paths: (owners) =>
+      sessionHistory
+        .allWith(store.data.sessions)
+        .filter((r) => owners.has(r.org_id))
+        .map((r) => join(paths.replaysDir, r.id)),
   });
   // A session's replays are kept as long as the history keeps the session.
   await replays.prune(retention.maxAgeMs);

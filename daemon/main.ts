@@ -3,6 +3,9 @@ import { open, readFile, rm, writeFile } from 'node:fs/promises';
 import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } from '../src/config.js';
 import { VERSION } from '../src/version.js';
 import { createDaemon } from './app.js';
+import { parseBytes } from './lib/bytes.js';
+import { closeInheritedFds } from './lib/inherited-fds.js';
+import { rotateLogWhenLarge } from './lib/log-rotation.js';
 import { isAlive } from './lib/procs.js';
 import { resolveChromium, resolveHeadlessShell } from '../src/system-deps.js';
 import { parseStandby } from '../src/standby.js';
@@ -41,6 +44,8 @@ async function takeLock(lockFile: string): Promise<void> {
 }
 
 export async function runDaemon(opts: RunOptions = {}): Promise<void> {
+  // Before anything is started: what the daemon's starter left open must reach no box.
+  closeInheritedFds(log);
   const home = resolveHome();
   const paths = homePaths(home);
   mkdirSync(home, { recursive: true, mode: 0o700 });
@@ -77,6 +82,7 @@ export async function runDaemon(opts: RunOptions = {}): Promise<void> {
   await writeFile(paths.daemonFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   log('daemon listening', { base_url: daemon.baseUrl, home, pid: process.pid });
   endStartUp();
+  rotateLogWhenLarge(paths.daemonLog, process.env.RBROWSE_LOG_MAX ? parseBytes(process.env.RBROWSE_LOG_MAX, 'RBROWSE_LOG_MAX') : 64 * 1024 ** 2, log);
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -146,6 +146,7 @@ describe('the docs', () => {
       'RBROWSE_INVOCATION_ID',
       'RBROWSE_PAYLOAD',
       'RBROWSE_RESULT_FD',
+      'RBROWSE_INHERITED_FDS_CLOSED',
     ];
     const read = new Set<string>();
     const walk = async (rel: string): Promise<void> => {

@@ -26,7 +26,12 @@ const ENV_FIELD = /^env_vars(?:\[(.+)\]|\.(.+))$/;
  * way), the text fields are gathered and validated against DeployFormSchema. Any refusal is a 400
  * naming the field, and removes what was written.
  */
-export async function receiveDeploy(parts: AsyncIterable<Multipart>, zipPath: string): Promise<ReceivedDeploy> {
+export async function receiveDeploy(
+  parts: AsyncIterable<Multipart>,
+  zipPath: string,
+  /** The organization's room on the disk, refused in its own words as the zip's bytes pass it. */
+  room?: { bytes: number; refusal: () => Error },
+): Promise<ReceivedDeploy> {
   const fields: Record<string, unknown> = {};
   const envVars: Record<string, unknown> = {};
   let checksum: string | undefined;
@@ -38,16 +43,22 @@ export async function receiveDeploy(parts: AsyncIterable<Multipart>, zipPath: st
           throw BadRequestError.field(part.fieldname, 'the zip of the app goes in `file`, once');
         }
         const hash = createHash('sha256');
+        let size = 0;
+        let refused: Error | undefined;
         await pipeline(
           part.file,
           async function* (chunks: AsyncIterable<Buffer>) {
             for await (const chunk of chunks) {
               hash.update(chunk);
-              yield chunk;
+              size += chunk.length;
+              // Past the room there was, the rest is read and dropped, so the sender gets the refusal as an answer.
+              if (room && !refused && size > room.bytes) refused = room.refusal();
+              if (!refused) yield chunk;
             }
           },
           createWriteStream(zipPath, { mode: 0o600 }),
         );
+        if (refused) throw refused;
         checksum = hash.digest('hex');
         continue;
       }

@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { join } from 'node:path';
 import type { Multipart } from '@fastify/multipart';
@@ -13,8 +13,10 @@ import {
 } from '../../src/api/deployments.js';
 import { BadRequestError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
-import { extractZip } from '../lib/archive/unzip.js';
+import { DEFAULT_UNZIP_LIMITS, extractZip } from '../lib/archive/unzip.js';
 import { removeTree } from '../lib/fs-util.js';
+import type { StorageQuotas } from '../org/storage.js';
+import type { Scope } from '../org/projects.js';
 import { tarOf } from '../lib/archive/tar-stream.js';
 import type { Box } from '../box/box.js';
 import type { Boxes } from '../box/boxes.js';
@@ -108,9 +110,17 @@ export class Deployments {
       log: (msg: string, extra?: object) => void;
       /** A deployment no longer runs: what was started ahead for its invocations goes. */
       stopped?: (deploymentId: string) => void;
+      storage?: StorageQuotas;
     },
   ) {
     deps.store.collection('deployments');
+    // A stopped or failed deployment's code is gone (discard): the others' count and take room.
+    const kept = (owners: ReadonlySet<string>) =>
+      deps.store.data.deployments.filter((d) => owners.has(d.org_id) && d.status !== 'stopped' && d.status !== 'failed');
+    deps.storage?.register('deployments', {
+      paths: (owners) => kept(owners).map((d) => this.appDir(d.id)),
+      count: (owners) => kept(owners).length,
+    });
   }
 
   /** Whether the deployment can be invoked. */
@@ -168,17 +178,30 @@ export class Deployments {
   /** POST /deployments: receives and unpacks the zip (400 for a bad one), then builds in the background. */
   async create(org: OrgRecord, parts: AsyncIterable<Multipart>): Promise<Deployment> {
     const id = newId();
+    this.deps.storage?.assertRoomFor(org as Scope, 'deployments');
+    // The organization's room on the disk bounds the zip, then its unpacking, as their bytes come.
+    const room = await this.deps.storage?.roomFor(org as Scope, 'the deployment');
     await mkdir(this.deps.dir, { recursive: true, mode: 0o700 });
     const zipPath = join(this.deps.dir, `.upload-${id}.zip`);
-    const { form, checksum } = await receiveDeploy(parts, zipPath);
-    const dir = this.sourceDir(id);
     let unpacked: Awaited<ReturnType<typeof extractZip>>;
+    let received: Awaited<ReturnType<typeof receiveDeploy>>;
     try {
+      received = await receiveDeploy(parts, zipPath, room);
+      const zipBytes = (await stat(zipPath)).size;
       await mkdir(this.appDir(id), { mode: 0o700 });
-      unpacked = await extractZip(zipPath, dir);
+      unpacked = await extractZip(
+        zipPath,
+        this.sourceDir(id),
+        'file',
+        room ? { ...DEFAULT_UNZIP_LIMITS, room: { bytes: room.bytes - zipBytes, refusal: room.refusal } } : undefined,
+      );
+    } catch (err) {
+      await removeTree(this.appDir(id), this.deps.log);
+      throw err;
     } finally {
       await rm(zipPath, { force: true });
     }
+    const { form, checksum } = received;
     if (!unpacked.files.includes(form.entrypoint_rel_path)) {
       await removeTree(this.appDir(id), this.deps.log);
       const top = [...new Set(unpacked.files.map((f) => f.split('/')[0]!.concat(f.includes('/') ? '/' : '')))].slice(0, 10);
@@ -296,7 +319,11 @@ export class Deployments {
     };
   }
 
-  /** Daemon stop: builds in progress are cancelled (their processes killed) and marked failed. */
+  /**
+   * Daemon stop: builds in progress are cancelled (their processes killed) and marked failed; the
+   * running deployments' images (disks in memory, mounted under /run) are let go, nothing of an
+   * app stays mounted: the next start makes each again from its archive when first invoked.
+   */
   async close(): Promise<void> {
     const pending = [...this.builds.keys()];
     for (const b of this.builds.values()) b.abort.abort();
@@ -305,6 +332,8 @@ export class Deployments {
       const rec = this.deps.store.data.deployments.find((d) => d.id === id);
       if (rec && !TERMINAL.includes(rec.status)) await this.fail(rec, 'the daemon stopped during the deployment');
     }
+    await Promise.all([...this.restoring.values()].map((r) => r.catch(() => {})));
+    for (const d of this.deps.store.data.deployments.filter((x) => x.status === 'running')) await this.deps.boxes.dropDisk(imageOf(d.id));
   }
 
   private startBuild(rec: DeploymentRecord): void {

@@ -97,6 +97,12 @@ export class FileOps {
     };
   }
 
+  /** The bytes a directory's files take (du), for what writing them elsewhere will cost. */
+  async usage(path: string): Promise<number> {
+    const out = await this.run(['du', '-s', '-B1', '--', path], path);
+    return Number(out.toString().split(/\s/)[0]) || 0;
+  }
+
   async list(path: string): Promise<FileInfo[]> {
     const info = await this.info(path);
     if (!info.is_dir) throw BadRequestError.field('path', `${path} is not a directory`);
@@ -127,11 +133,25 @@ export class FileOps {
    * byte is sent: the file is opened first (its first byte read), and only then is the answer's
    * head written, so a read that cannot start is an error, never a 200 followed by nothing.
    */
+  /**
+   * A regular file's bytes, at most as many as it had when asked for (a file that grows while read
+   * is cut there, one that shrinks ends early): the answer is streamed without a length, so it is
+   * whole and well formed whatever the file does meanwhile. What is not a regular file (a FIFO, a
+   * device, a socket, the kernel's files under /proc and /sys, whose sizes say nothing of what
+   * reading them gives) is refused.
+   */
   async read(path: string): Promise<{ stream: Readable; size: number }> {
-    const info = await this.info(path);
-    if (info.is_dir) throw BadRequestError.field('path', `${path} is a directory`);
-    const child = this.spawn(['cat', '--', path]);
-    return { stream: await streamOrError(child, path), size: info.size_bytes };
+    const out = await this.run(['sh', '-c', 'realpath -e -- "$1" && stat -L --printf "%F\\0%s" -- "$1"', 'read_file', path], path);
+    const [real, rest] = [out.toString().slice(0, out.indexOf('\n')), out.toString().slice(out.indexOf('\n') + 1)];
+    const [type, size] = rest.split('\0');
+    if (type === 'directory') throw BadRequestError.field('path', `${path} is a directory`);
+    if (type !== 'regular file' && type !== 'regular empty file')
+      throw BadRequestError.field('path', `${path} is not a regular file (${type}): only files can be read`);
+    if (/^\/(proc|sys|dev)(\/|$)/.test(real))
+      throw BadRequestError.field('path', `${path} is a file of the kernel's (${real}), not one that can be read as bytes`);
+    const bytes = Number(size);
+    const child = this.spawn(['head', '-c', String(bytes), '--', path]);
+    return { stream: await streamOrError(child, path), size: bytes };
   }
 
   /**

@@ -1,3 +1,4 @@
+import { parseBytes } from '../lib/bytes.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { access, constants, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
@@ -13,17 +14,6 @@ export interface BoxLimits {
   shmBytes: number;
   /** Size of its writable directories together (home and /tmp). */
   diskBytes: number;
-}
-
-const UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
-
-/** 512m, 2g, 1073741824 (bytes): a size as operators write it. */
-export function parseBytes(raw: string, name: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(raw);
-  if (!m) throw new Error(`${name} is not a size (for example 512m or 2g): ${raw}`);
-  const bytes = Math.floor(Number(m[1]) * UNITS[m[2]!.toLowerCase()]!);
-  if (bytes < 1024 * 1024) throw new Error(`${name} must be at least 1m: ${raw}`);
-  return bytes;
 }
 
 export const SESSION_LIMIT_DEFAULTS: BoxLimits = { memoryBytes: 4 * 1024 ** 3, pids: 2048, shmBytes: 1024 ** 3, diskBytes: 2 * 1024 ** 3 };

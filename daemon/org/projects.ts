@@ -300,12 +300,7 @@ export class Projects {
 
   /** Every owner id of the organization's projects (see Scope), for what counts org-wide. */
   ownersOf(orgId: string): Set<string> {
-    return new Set(
-      this.deps.store.data.projects
-        .filter((p) => p.org_id === orgId)
-        .map((p) => this.ownerId(p))
-        .concat(orgId),
-    );
+    return ownersOfOrg(this.deps.store, orgId);
   }
 
   nameOf(id: string | null): string | null {
@@ -363,4 +358,14 @@ export class Projects {
       return record;
     });
   }
+}
+
+/** Every owner id of an organization's projects (a project's records carry its owner id; the default project's is the organization's). */
+export function ownersOfOrg(store: Store, orgId: string): Set<string> {
+  return new Set(
+    store.data.projects
+      .filter((p) => p.org_id === orgId)
+      .map((p) => (p.default ? p.org_id : p.id))
+      .concat(orgId),
+  );
 }

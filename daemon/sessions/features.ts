@@ -75,4 +75,7 @@ export interface SessionFeature {
   needsRestart?(body: UpdateBrowserBody): boolean;
   /** Fields this feature adds to the session's API object. */
   view?(record: SessionRecord): Partial<BrowserSession>;
+  /** Before a DELETE ends the session: refuses it (the session lives on) when what its end must do
+   * cannot be done (a profile's save with no room for it). */
+  checkDelete?(org: OrgRecord, record: SessionRecord, files: FileOps): Promise<void>;
 }

@@ -464,6 +464,9 @@ export class SessionManager {
 
   async delete(org: OrgRecord, idOrName: string): Promise<void> {
     const record = this.find(org, idOrName, false);
+    const live = this.liveSession(record.id);
+    // A refusal here keeps the session as it was: nothing of its end has begun.
+    if (live && !live.isStopping) for (const feature of this.features) await feature.checkDelete?.(org, record, live.files);
     await this.end(record.id, 'deleted');
   }
 

@@ -12,6 +12,8 @@ import { receiveZipForm } from '../../lib/archive/receive-zip.js';
 import { lazyValidator } from '../../lib/validators.js';
 import { extractZip, type UnzipLimits } from '../../lib/archive/unzip.js';
 import { removeTree } from '../../lib/fs-util.js';
+import type { StorageQuotas } from '../../org/storage.js';
+import type { Scope } from '../../org/projects.js';
 import { paginate, type ListPage } from '../../lib/paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../../sessions/features.js';
 import type { OrgRecord } from '../../lib/owned-records.js';
@@ -73,9 +75,13 @@ const label = (e: { id?: string; name?: string }) =>
  * touches a running session.
  */
 export class Extensions implements SessionFeature {
-  constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void }) {
+  constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void; storage?: StorageQuotas }) {
     deps.store.collection('extensions');
     this.sweep();
+    deps.storage?.register('extensions', {
+      paths: (owners) => deps.store.data.extensions.filter((e) => owners.has(e.org_id)).map((e) => this.extensionDir(e.id)),
+      count: (owners) => deps.store.data.extensions.filter((e) => owners.has(e.org_id)).length,
+    });
   }
 
   /**
@@ -84,6 +90,9 @@ export class Extensions implements SessionFeature {
    * on any refusal the scratch directory goes and nothing is left written.
    */
   async upload(org: OrgRecord, parts: AsyncIterable<Multipart>): Promise<Extension> {
+    // The organization's room on the disk bounds the zip and its unpacking as their bytes come.
+    this.deps.storage?.assertRoomFor(org as Scope, 'extensions');
+    const room = await this.deps.storage?.roomFor(org as Scope, 'the extension');
     await mkdir(this.deps.dir, { recursive: true, mode: 0o700 });
     const work = await mkdtemp(join(this.deps.dir, UPLOAD_PREFIX));
     try {
@@ -92,11 +101,17 @@ export class Extensions implements SessionFeature {
         fileField: 'file',
         validate: validateExtensionForm,
         what: 'a zip of the unpacked extension',
+        ...(room ? { room } : {}),
       });
       // Checked now to spare the extraction; checked again where the record is stored.
       if (form.name !== undefined) this.assertNameFree(org, form.name);
       const extracted = join(work, 'extracted');
-      await extractZip(join(work, ARCHIVE), extracted, 'file', UNZIP_LIMITS);
+      await extractZip(
+        join(work, ARCHIVE),
+        extracted,
+        'file',
+        room ? { ...UNZIP_LIMITS, room: { bytes: room.bytes - size, refusal: room.refusal } } : UNZIP_LIMITS,
+      );
       const found = await readManifest(extracted);
       const fallbackName = form.name === undefined ? await defaultName(found) : undefined;
       await rename(found.root, join(work, UNPACKED));
@@ -161,10 +176,12 @@ export class Extensions implements SessionFeature {
   /** Sessions that loaded it keep their copies; pools naming it fail their next launches with 404. */
   async delete(org: OrgRecord, idOrName: string): Promise<void> {
     const record = this.find(org, idOrName);
+    // The files first: on a full disk the state write may fail, and the space is free all the same
+    // (a record left without its files goes on the next try).
+    await removeTree(this.extensionDir(record.id), this.deps.log);
     await this.deps.store.update((s) => {
       s.extensions = s.extensions.filter((e) => e !== record);
     });
-    await removeTree(this.extensionDir(record.id), this.deps.log);
   }
 
   // --- SessionFeature ---

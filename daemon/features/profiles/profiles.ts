@@ -7,6 +7,8 @@ import type { CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/sche
 import { BadRequestError, ConflictError, NotFoundError } from '../../../src/errors.js';
 import { newId } from '../../../src/ids.js';
 import { removeTree } from '../../lib/fs-util.js';
+import type { StorageQuotas } from '../../org/storage.js';
+import type { Scope } from '../../org/projects.js';
 import { assertNameFree, findByIdOrName } from '../../lib/owned-records.js';
 import { paginate, type ListPage } from '../../lib/paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../../sessions/features.js';
@@ -56,11 +58,32 @@ const label = (p: { id?: string; name?: string }) => JSON.stringify(p.name ?? p.
 export class Profiles implements SessionFeature {
   private readonly leases = new ProfileLeases();
 
-  constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void }) {
+  /** Room admitted for the saves of sessions being deleted, given back once each is written. */
+  private readonly admittedSaves = new Map<string, () => void>();
+
+  constructor(private readonly deps: { store: Store; dir: string; log: (msg: string, extra?: object) => void; storage?: StorageQuotas }) {
     deps.store.collection('profiles');
+    deps.storage?.register('profiles', {
+      paths: (owners) => deps.store.data.profiles.filter((p) => owners.has(p.org_id)).map((p) => this.profileDir(p.id)),
+      count: (owners) => deps.store.data.profiles.filter((p) => owners.has(p.org_id)).length,
+    });
+  }
+
+  /**
+   * A session whose profile saves is deleted only when its save has room (its user data's size, on
+   * the organization's quota and above the disk's reserve): else the DELETE is refused and the
+   * session lives on, its changes unsaved but not lost.
+   */
+  async checkDelete(org: OrgRecord, record: SessionRecord, files: FileOps): Promise<void> {
+    if (!record.profile?.save_changes || !this.deps.storage) return;
+    const bytes = await files.usage(USER_DATA_DIR).catch(() => 0);
+    const release = await this.deps.storage.admit(org as Scope, bytes, `the save of profile ${record.profile.id}`);
+    this.admittedSaves.get(record.id)?.();
+    this.admittedSaves.set(record.id, release);
   }
 
   async create(org: OrgRecord, body: CreateProfileBody): Promise<Profile> {
+    this.deps.storage?.assertRoomFor(org as Scope, 'profiles');
     const now = new Date().toISOString();
     const record: ProfileRecord = {
       id: newId(),
@@ -122,10 +145,11 @@ export class Profiles implements SessionFeature {
         `profile ${label(record)} is in use by live session${users.length > 1 ? 's' : ''} ${users.join(', ')}; end ${users.length > 1 ? 'them' : 'it'} first`,
       );
     }
+    // The files first: on a full disk the state write may fail, and the space is free all the same.
+    await removeTree(this.profileDir(record.id), this.deps.log);
     await this.deps.store.update((s) => {
       s.profiles = s.profiles.filter((p) => p !== record);
     });
-    await removeTree(this.profileDir(record.id), this.deps.log);
   }
 
   /** The saved archive, or null while nothing has been saved (the route answers 202). */
@@ -259,9 +283,15 @@ export class Profiles implements SessionFeature {
     const record = this.deps.store.data.profiles.find((p) => p.id === lease.id);
     if (!record) return;
     const started = Date.now();
+    const admitted = this.admittedSaves.get(session.id);
+    this.admittedSaves.delete(session.id);
     // Saved even when the browser had to be killed: Chromium's stores survive a crash, and
     // losing the whole session's changes would be worse than its last few seconds.
-    if (!(await packUserData(files, USER_DATA_DIR, this.archive(record.id)))) return;
+    try {
+      if (!(await packUserData(files, USER_DATA_DIR, this.archive(record.id)))) return;
+    } finally {
+      admitted?.();
+    }
     await this.deps.store.update(() => {
       record.updated_at = lease.saved_at = new Date().toISOString();
     });

@@ -1,3 +1,4 @@
+import type { StorageQuotas } from '../../org/storage.js';
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -29,6 +30,7 @@ export interface ReplayRecorderDeps {
   /** The size cap of one replay (ffmpeg's -fs). */
   maxMegabytes: number;
   log: (msg: string, extra?: object) => void;
+  storage?: StorageQuotas;
 }
 
 interface ReplayRecord {
@@ -100,6 +102,9 @@ export class ReplayRecorder implements SessionFeature {
   }
 
   private async begin(session: LiveSession, body: ReplayStartBody): Promise<Replay> {
+    // A recording grows as it runs: it starts only while the organization has room (it is bounded by maxMegabytes).
+    const storage = this.deps.storage;
+    if (storage) (await storage.admit(storage.orgOf(session.record.org_id), 0, 'a recording'))();
     const framerate = body.framerate ?? DEFAULT_FRAMERATE;
     const record: ReplayRecord = {
       replay_id: newId(),

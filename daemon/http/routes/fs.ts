@@ -41,12 +41,12 @@ export function fsHandlers(sessions: SessionManager): HandlerGroup<FsOps> {
       inSession(org, params.id, (s) => s.files.move(sessionPath('src_path', body.src_path), sessionPath('dest_path', body.dest_path))),
     fsFileInfo: ({ org, params, query }) => inSession(org, params.id, (s) => s.files.info(sessionPath('path', query.path))),
     fsListFiles: ({ org, params, query }) => inSession(org, params.id, (s) => s.files.list(sessionPath('path', query.path))),
-    fsReadFile: ({ org, params, query, reply }) =>
+    fsReadFile: ({ org, params, query }) =>
       inSession(org, params.id, async (s) => {
-        const { stream, size } = await s.files.read(sessionPath('path', query.path));
+        const { stream } = await s.files.read(sessionPath('path', query.path));
         // The session stays active until the last byte is out, not just until the stream starts.
         stream.once('close', s.hold('api'));
-        reply.header('content-length', size);
+        // No content-length: the file may change while it is read; a chunked answer ends cleanly whatever it does.
         return stream;
       }),
     fsDownloadDirZip: ({ org, params, query }) =>

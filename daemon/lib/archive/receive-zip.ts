@@ -22,7 +22,14 @@ export interface ReceivedUpload<F> {
 export async function receiveZipForm<F>(
   parts: AsyncIterable<Multipart>,
   zipPath: string,
-  opts: { maxBytes: number; fileField: string; validate: ValidateFunction<F>; what: string },
+  opts: {
+    maxBytes: number;
+    fileField: string;
+    validate: ValidateFunction<F>;
+    what: string;
+    /** The refusal past a smaller bound than the route's own (the room an organization has left), in place of a 413. */
+    room?: { bytes: number; refusal: () => ApiError };
+  },
 ): Promise<ReceivedUpload<F>> {
   const { maxBytes, fileField, validate: validateForm } = opts;
   const fields: Record<string, unknown> = {};
@@ -37,7 +44,7 @@ export async function receiveZipForm<F>(
       part.file.resume();
       throw BadRequestError.field(part.fieldname, `the zip goes in \`${fileField}\`, once`);
     }
-    received = await receiveZipPart(part.file, zipPath, maxBytes, fileField);
+    received = await receiveZipPart(part.file, zipPath, maxBytes, fileField, opts.room);
   }
   if (!received) throw BadRequestError.field(fileField, `is required: ${opts.what}`);
   if (!validateForm(fields)) {
@@ -53,17 +60,23 @@ export async function receiveZipPart(
   zipPath: string,
   maxBytes: number,
   field: string,
+  room?: { bytes: number; refusal: () => ApiError },
 ): Promise<{ checksum: string; size: number }> {
   const hash = createHash('sha256');
   let size = 0;
+  let refused: Error | undefined;
   const count = new Transform({
     transform(chunk: Buffer, _enc, done) {
       hash.update(chunk);
       size += chunk.length;
-      done(null, chunk);
+      // Past the room there was, the rest is read and dropped (never written), so the sender,
+      // still sending, gets the refusal as an answer rather than a broken connection.
+      if (room && !refused && size > room.bytes && room.bytes < maxBytes) refused = room.refusal();
+      done(null, refused ? undefined : chunk);
     },
   });
   await pipeline(file, count, createWriteStream(zipPath, { flags: 'wx', mode: 0o600 }));
+  if (refused) throw refused;
   // busboy stops at the limit and ends the stream early; the truncated zip must not pass.
   if (file.truncated || size > maxBytes) {
     throw new ApiError(413, 'payload_too_large', `${field}: the zip is larger than ${maxBytes / 1024 ** 2} MiB`);

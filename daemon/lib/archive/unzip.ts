@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
-import { BadRequestError } from '../../../src/errors.js';
+import { ApiError, BadRequestError, ServiceUnavailableError } from '../../../src/errors.js';
 
 export interface UnzipLimits {
   /** Uncompressed bytes of all entries together. */
@@ -12,6 +12,8 @@ export interface UnzipLimits {
   maxEntries: number;
   /** Uncompressed to compressed size, per entry above 1 MiB: beyond it an entry reads as a bomb. */
   maxRatio: number;
+  /** The room its owner has left on the disk (smaller than maxBytes), refused in its own words past it. */
+  room?: { bytes: number; refusal: () => ApiError };
 }
 
 export const DEFAULT_UNZIP_LIMITS: UnzipLimits = { maxBytes: 512 * 1024 ** 2, maxEntries: 20_000, maxRatio: 200 };
@@ -55,6 +57,7 @@ export async function extractZip(zipPath: string, dest: string, field = 'file', 
         await mkdir(target, { recursive: true, mode: 0o755 });
         continue;
       }
+      if (limits.room && bytes + entry.uncompressedSize > limits.room.bytes) throw limits.room.refusal();
       if (bytes + entry.uncompressedSize > limits.maxBytes) throw refuse(`more than ${limits.maxBytes} bytes uncompressed`);
       if (entry.uncompressedSize > 1024 ** 2 && entry.uncompressedSize > entry.compressedSize * limits.maxRatio) {
         throw refuse(
@@ -65,14 +68,17 @@ export async function extractZip(zipPath: string, dest: string, field = 'file', 
       const counter = new Transform({
         transform(chunk: Buffer, _enc, done) {
           bytes += chunk.length;
-          if (bytes > limits.maxBytes) done(refuse(`more than ${limits.maxBytes} bytes uncompressed`));
+          if (limits.room && bytes > limits.room.bytes) done(limits.room.refusal());
+          else if (bytes > limits.maxBytes) done(refuse(`more than ${limits.maxBytes} bytes uncompressed`));
           else done(null, chunk);
         },
       });
       try {
         await pipeline(await zip.openReadStreamPromise(entry), counter, createWriteStream(target, { flags: 'wx', mode: 0o644 }));
       } catch (err) {
-        if (err instanceof BadRequestError) throw err;
+        if (err instanceof ApiError) throw err;
+        // A disk that filled meanwhile is the machine's condition, not a fault of the zip: retryable.
+        if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new ServiceUnavailableError('no space left on the disk for the unpacked files');
         throw refuse(`entry ${JSON.stringify(name)} could not be extracted: ${(err as Error).message}`);
       }
       files.push(name);
@@ -80,7 +86,7 @@ export async function extractZip(zipPath: string, dest: string, field = 'file', 
     return { files, bytes };
   } catch (err) {
     await rm(dest, { recursive: true, force: true });
-    if (err instanceof BadRequestError) throw err;
+    if (err instanceof ApiError) throw err;
     // yauzl's own refusals (invalid relative path, bad sizes) arrive here.
     throw refuse((err as Error).message);
   } finally {

@@ -41,22 +41,30 @@ export class History<T extends { id: string }> {
   private readonly queue = new SerialQueue();
   private readonly appends = new LineBatches(this.queue, (lines) => this.append(lines));
 
+  /** Records kept per owner, when the retention's count is each owner's (ownerOf). */
+  private readonly perOwner = new Map<string, number>();
+
   private constructor(
     private readonly file: string,
     private readonly retention: Retention,
     /** The time a record's age is counted from (when it ended), in ms since the epoch. */
     private readonly timeOf: (record: T) => number,
+    /** Whose a record is: the count bound holds for each owner apart, so one cannot push out another's records. */
+    private readonly ownerOf?: (record: T) => string,
   ) {}
 
-  static async open<T extends { id: string }>(file: string, retention: Retention, timeOf: (record: T) => number): Promise<History<T>> {
-    const history = new History<T>(file, retention, timeOf);
+  static async open<T extends { id: string }>(
+    file: string,
+    retention: Retention,
+    timeOf: (record: T) => number,
+    ownerOf?: (record: T) => string,
+  ): Promise<History<T>> {
+    const history = new History<T>(file, retention, timeOf, ownerOf);
     const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? '' : Promise.reject(err)));
     for (const line of text.split('\n')) {
       if (!line) continue;
       try {
-        const record = JSON.parse(line) as T;
-        history.records.delete(record.id);
-        history.records.set(record.id, record);
+        history.keep(JSON.parse(line) as T);
       } catch {
         // A line cut short by a crash mid-append: only that record's last change is lost.
       }
@@ -91,8 +99,7 @@ export class History<T extends { id: string }> {
 
   /** Keeps a record (or its new version); resolves once its line is written (batched: LineBatches). */
   put(record: T): Promise<void> {
-    this.records.delete(record.id);
-    this.records.set(record.id, record);
+    this.keep(record);
     this.expire();
     return this.appends.add(`${JSON.stringify(record)}\n`);
   }
@@ -144,11 +151,42 @@ export class History<T extends { id: string }> {
     this.torn = false;
   }
 
+  /** A record (or its new version) kept, newest last. */
+  private keep(record: T): void {
+    this.forget(record.id);
+    this.records.set(record.id, record);
+    if (this.ownerOf) {
+      const owner = this.ownerOf(record);
+      this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
+    }
+  }
+
+  private forget(id: string): void {
+    const old = this.records.get(id);
+    if (!old) return;
+    this.records.delete(id);
+    if (this.ownerOf) {
+      const owner = this.ownerOf(old);
+      const n = (this.perOwner.get(owner) ?? 1) - 1;
+      if (n > 0) this.perOwner.set(owner, n);
+      else this.perOwner.delete(owner);
+    }
+  }
+
   private expire(): void {
     const cutoff = Date.now() - this.retention.maxAgeMs;
+    if (!this.ownerOf) {
+      for (const [id, record] of this.records) {
+        if (this.records.size <= this.retention.maxCount && this.timeOf(record) >= cutoff) break;
+        this.forget(id);
+      }
+      return;
+    }
+    // Oldest first: what is past the age goes, and each owner's oldest beyond its count.
     for (const [id, record] of this.records) {
-      if (this.records.size <= this.retention.maxCount && this.timeOf(record) >= cutoff) break;
-      this.records.delete(id);
+      const over = (this.perOwner.get(this.ownerOf(record)) ?? 0) > this.retention.maxCount;
+      if (over || this.timeOf(record) < cutoff) this.forget(id);
+      else if (![...this.perOwner.values()].some((n) => n > this.retention.maxCount)) break;
     }
   }
 }

@@ -58,6 +58,8 @@ export class AuditLog {
   private readonly appends = new LineBatches(this.queue, (lines) => this.flush(lines));
   private handle?: FileHandle;
   private lines = 0;
+  /** Lines in the file per organization: the retention's count holds for each apart. */
+  private readonly perOrg = new Map<string, number>();
 
   private constructor(
     private readonly file: string,
@@ -66,8 +68,8 @@ export class AuditLog {
 
   static async open(file: string, retention: Retention): Promise<AuditLog> {
     const log = new AuditLog(file, retention);
-    for await (const _line of log.linesOf()) log.lines++;
-    if (log.lines > retention.maxCount) await log.queue.run(() => log.compact());
+    for await (const line of log.linesOf()) log.count(line, 1);
+    if ([...log.perOrg.values()].some((n) => n > retention.maxCount)) await log.queue.run(() => log.compact());
     return log;
   }
 
@@ -123,28 +125,47 @@ export class AuditLog {
     });
   }
 
-  /** Appends what was recorded since the last write, in one write; compacts when due. */
+  /** The organization a line is of (its org_id sits at a fixed place: no parse needed). */
+  private orgOf(line: string): string {
+    return /"org_id":"([^"]+)"/.exec(line)?.[1] ?? '';
+  }
+
+  private count(line: string, n: number): void {
+    const org = this.orgOf(line);
+    this.perOrg.set(org, (this.perOrg.get(org) ?? 0) + n);
+    this.lines += n;
+  }
+
+  /** Appends what was recorded since the last write, in one write; compacts once an organization has twice its bound. */
   private async flush(lines: string[]): Promise<void> {
     this.handle ??= await open(this.file, 'a', 0o600);
     await this.handle.appendFile(lines.join(''));
-    this.lines += lines.length;
-    if (this.lines >= 2 * this.retention.maxCount) await this.compact();
+    for (const line of lines) this.count(line, 1);
+    if ([...this.perOrg.values()].some((n) => n >= 2 * this.retention.maxCount)) await this.compact();
   }
 
-  /** Rewrites the file with the newest maxCount lines younger than the age bound, streamed. */
+  /** How many of each organization's oldest lines are past its bound (left out of reads, dropped by a compaction). */
+  private skips(): Map<string, number> {
+    return new Map([...this.perOrg].map(([org, n]) => [org, Math.max(0, n - this.retention.maxCount)]));
+  }
+
+  /** Rewrites the file with each organization's newest maxCount lines younger than the age bound, streamed. */
   private async compact(): Promise<void> {
     await this.handle?.close();
     this.handle = undefined;
     const cutoff = new Date(Date.now() - this.retention.maxAgeMs).toISOString();
-    let skip = Math.max(0, this.lines - this.retention.maxCount);
+    const skip = this.skips();
     const temp = `${this.file}.${process.pid}.compact`;
     const out = await open(temp, 'w', 0o600);
+    const keptPerOrg = new Map<string, number>();
     let kept = 0;
     try {
       let batch: string[] = [];
       for await (const line of this.linesOf()) {
-        if (skip > 0) {
-          skip--;
+        const org = this.orgOf(line);
+        const left = skip.get(org) ?? 0;
+        if (left > 0) {
+          skip.set(org, left - 1);
           continue;
         }
         // Lines are appended in time order: the timestamp sits at a fixed place, no parse needed.
@@ -152,6 +173,7 @@ export class AuditLog {
         if (!at || at < cutoff) continue;
         batch.push(`${line}\n`);
         kept++;
+        keptPerOrg.set(org, (keptPerOrg.get(org) ?? 0) + 1);
         if (batch.length >= 500) {
           await out.appendFile(batch.join(''));
           batch = [];
@@ -167,15 +189,19 @@ export class AuditLog {
     await out.close();
     await rename(temp, this.file);
     this.lines = kept;
+    this.perOrg.clear();
+    for (const [org, n] of keptPerOrg) this.perOrg.set(org, n);
   }
 
   /** The file's lines, oldest first, read as a stream (nothing when there is no file yet). */
   /** The kept records, oldest first: the file may hold up to twice the bound between compactions, and only the newest lines count. */
   private async *records(): AsyncGenerator<AuditRecord> {
-    let skip = Math.max(0, this.lines - this.retention.maxCount);
+    const skip = this.skips();
     for await (const line of this.linesOf()) {
-      if (skip > 0) {
-        skip--;
+      const org = this.orgOf(line);
+      const left = skip.get(org) ?? 0;
+      if (left > 0) {
+        skip.set(org, left - 1);
         continue;
       }
       try {
