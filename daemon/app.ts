@@ -181,6 +181,7 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     credentialsDir: paths.credentialsDir,
     log: opts.log,
     stealthProxy: parseStealthProxy(process.env.RBROWSE_STEALTH_PROXY),
+    reach: { hostLoopback: boxes.support.hostLoopback },
   });
   const machineSize = new MachineSize({
     defaultBytes: boxes.memoryLimitOf('session'),

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -183,4 +184,76 @@ test("nothing the daemon's starter left open reaches a session: a writable descr
     await rm(home, { recursive: true, force: true });
     await rm(secret, { force: true });
   }
+});
+
+describe("one rule for the host's loopback: what the daemon connects to for a session, the session itself may reach", () => {
+  let service: Server;
+  let port: number;
+  before(async () => {
+    service = createServer((_req, res) => res.end('the host service'));
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    port = (service.address() as AddressInfo).port;
+  });
+  after(async () => {
+    await new Promise<void>((resolve) => service.close(() => resolve()));
+  });
+
+  /** From inside the session: a request straight, and through the session's own proxy forwarder (Chromium's --proxy-server). */
+  async function fromSession(d: TestDaemon, id: string, target: string): Promise<{ direct: string; viaForwarder: string }> {
+    const forwarder = (
+      await exec(d, id, "tr '\\0' '\\n' < /proc/$(pgrep -o -f 'proxy-server=')/cmdline | sed -n 's/^--proxy-server=//p' | head -1")
+    ).out.trim();
+    assert.match(forwarder, /^http:\/\/127\.0\.0\.1:\d+$/, 'the forwarder of the session');
+    const curl = (args: string) => exec(d, id, `curl -s -m 10 ${args} ${target}; echo " [exit $?]"`);
+    return { direct: (await curl('')).out, viaForwarder: (await curl(`-x ${forwarder}`)).out };
+  }
+
+  for (const mode of ['on', 'off'] as const) {
+    test(`RBROWSE_HOST_LOOPBACK=${mode}: the forwarder, browser curl and proxy checks reach the host's loopback only when the session does; link-local never`, async () => {
+      const d = await startTestDaemon({ env: { RBROWSE_HOST_LOOPBACK: mode } });
+      try {
+        const s = (await d.api('POST', '/browsers', { headless: true })).body;
+        const loopback = await fromSession(d, s.session_id, `http://127.0.0.1:${port}/`);
+        if (mode === 'on') {
+          // Control: open to sessions, both ways reach it.
+          assert.match(loopback.direct, /the host service/);
+          assert.match(loopback.viaForwarder, /the host service/);
+        } else {
+          assert.doesNotMatch(loopback.direct, /the host service/);
+          assert.doesNotMatch(loopback.viaForwarder, /the host service/, loopback.viaForwarder);
+        }
+        // Link-local (the metadata service's address) is never connected to for a session.
+        const metadata = await fromSession(d, s.session_id, 'http://169.254.169.254/latest/meta-data/');
+        assert.match(metadata.viaForwarder, /rbrowse: 169\.254\.169\.254 is a link-local, metadata or broadcast address/, metadata.viaForwarder);
+        // Browser curl goes the browser's way, through the forwarder, under the same rule.
+        const curled = await d.api('POST', `/browsers/${s.session_id}/curl`, { url: `http://[::ffff:127.0.0.1]:${port}/` });
+        if (mode === 'on') assert.match(curled.text, /the host service/);
+        else assert.doesNotMatch(curled.text, /the host service/);
+
+        // A proxy check connects to the proxy alone, and only where a session could.
+        const onLoopback = (await d.api('POST', '/proxies', { type: 'custom', config: { host: '127.0.0.1', port } })).body;
+        const checked = (await d.api('POST', `/proxies/${onLoopback.id}/check`, {})).body;
+        assert.equal(checked.status, mode === 'on' ? 'available' : 'unavailable', JSON.stringify(checked));
+        const metadataProxy = (await d.api('POST', '/proxies', { type: 'custom', config: { host: '169.254.169.254', port: 80 } })).body;
+        assert.equal((await d.api('POST', `/proxies/${metadataProxy.id}/check`, {})).body.status, 'unavailable');
+        await d.api('DELETE', `/browsers/${s.session_id}`);
+      } finally {
+        await d.stop();
+      }
+    });
+  }
+});
+
+test('the addresses out of a session’s reach (pure)', async () => {
+  const { refusedAddress } = await import('../daemon/lib/reach.js');
+  const open = { hostLoopback: true };
+  const closed = { hostLoopback: false };
+  for (const a of ['169.254.169.254', '::ffff:169.254.169.254', 'fe80::1', '0.0.0.0', '::', '100.100.100.200', 'fd00:ec2::254', '224.0.0.1']) {
+    assert.ok(refusedAddress(a, open), `${a} is never reached`);
+  }
+  for (const a of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) {
+    assert.equal(refusedAddress(a, open), undefined, `${a} with the loopback open`);
+    assert.ok(refusedAddress(a, closed), `${a} with it closed`);
+  }
+  for (const a of ['93.184.216.34', '10.0.0.5', '192.168.1.1', '2606:4700::1111']) assert.equal(refusedAddress(a, closed), undefined, a);
 });

@@ -1,6 +1,6 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 
 export interface CheckTarget {
   protocol: 'http' | 'https';
@@ -29,7 +29,15 @@ const UNREACHED = new Set([502, 503, 504]);
  * Asks the proxy for `url` (plain http: a proxied GET; https: a CONNECT tunnel), or without a URL
  * for a page whose answer only shows that the proxy answers and accepts the credentials.
  */
-export function checkUpstream(proxy: CheckTarget, url: string | undefined, timeoutMs = 10_000): Promise<CheckResult> {
+export function checkUpstream(
+  proxy: CheckTarget,
+  url: string | undefined,
+  opts: { timeoutMs?: number; lookup?: LookupFunction; refused?: (address: string) => string | undefined } = {},
+): Promise<CheckResult> {
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  // An address is connected to without a lookup: checked here, as a name is in the lookup.
+  const refused = isIP(proxy.host) ? opts.refused?.(proxy.host) : undefined;
+  if (refused) return Promise.resolve({ available: false, reason: refused });
   const target = new URL(url ?? DEFAULT_URL);
   const tunnel = target.protocol === 'https:';
   const headers: Record<string, string> = {};
@@ -47,6 +55,7 @@ export function checkUpstream(proxy: CheckTarget, url: string | undefined, timeo
     headers: { ...headers, host: authority },
     timeout: timeoutMs,
     agent: false,
+    ...(opts.lookup ? { lookup: opts.lookup } : {}),
   });
   return new Promise((resolve) => {
     const judge = (res: IncomingMessage) => {

@@ -1,8 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
-import { Server } from 'proxy-chain';
+import { RequestError, Server } from 'proxy-chain';
 import type { Box } from '../../box/box.js';
+import { guardedLookup, refusedAddress, type ReachPolicy } from '../../lib/reach.js';
 import type { Upstream } from './upstream.js';
 
 /**
@@ -32,17 +33,33 @@ export class SessionForwarder {
   private readonly server: Server;
   private listener?: { port: number; close(): void };
 
-  private constructor() {
+  private constructor(policy: ReachPolicy) {
+    // It connects on the host's network for the session: only where the session itself may reach
+    // (no host loopback when it is closed to sessions, never link-local or metadata addresses),
+    // each name resolved once and connected to as checked.
+    // proxy-chain types it as dns.lookup itself; it only ever calls it, as net.connect does.
+    const lookup = guardedLookup(policy) as unknown as typeof import('node:dns').lookup;
     this.server = new Server({
       prepareRequestFunction: ({ hostname }) => {
         const upstream = this.upstream && !this.upstream.bypasses(hostname) ? this.upstream : undefined;
-        return { upstreamProxyUrl: upstream?.url ?? null, httpAgent: this.agents.http, httpsAgent: this.agents.https };
+        // An address is connected to without a lookup: checked here, as a name is in the lookup.
+        const target = upstream ? (upstream.trusted ? undefined : upstream.host) : hostname;
+        const bare = target?.replace(/^\[(.*)\]$/, '$1');
+        const refused = bare && isIP(bare) ? refusedAddress(bare, policy) : undefined;
+        // proxy-chain tells its own errors by their name, which bundling may have changed.
+        if (refused) throw Object.assign(new RequestError(`rbrowse: ${refused}`, 403), { name: 'RequestError' });
+        return {
+          upstreamProxyUrl: upstream?.url ?? null,
+          httpAgent: this.agents.http,
+          httpsAgent: this.agents.https,
+          ...(upstream?.trusted ? {} : { dnsLookup: lookup }),
+        };
       },
     });
   }
 
-  static async start(box: Box): Promise<SessionForwarder> {
-    const forwarder = new SessionForwarder();
+  static async start(box: Box, policy: ReachPolicy): Promise<SessionForwarder> {
+    const forwarder = new SessionForwarder(policy);
     // proxy-chain's own http.Server serves it: connections are emitted to it, it never listens.
     forwarder.listener = await box.listen(0, (socket: Socket) => forwarder.server.server.emit('connection', socket));
     return forwarder;

@@ -1,3 +1,4 @@
+import { guardedLookup, refusedAddress, type ReachPolicy } from '../../lib/reach.js';
 import { join } from 'node:path';
 import type { CheckProxyBody, CreateProxyBody, ListProxiesQuery, Proxy as ProxyAnswer, UpdateProxyBody } from '../../../src/api/proxies.js';
 import type { BrowserProxySelection, BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
@@ -44,6 +45,8 @@ export interface ProxiesDeps {
    * with `disable_default_proxy` says direct.
    */
   stealthProxy?: Upstream;
+  /** What sessions may reach: the forwarder's direct connections and an organization's proxies are held to it, as is a proxy check. */
+  reach: ReachPolicy;
 }
 
 /** RBROWSE_STEALTH_PROXY: `http://` or `https://`, optional user:password, host and port. */
@@ -61,7 +64,10 @@ export function parseStealthProxy(value: string | undefined): Upstream | undefin
   const protocol = url.protocol === 'https:' ? 'https' : 'http';
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const username = url.username ? decodeURIComponent(url.username) : undefined;
-  return upstreamFor({ protocol, host, port: Number(url.port), username }, url.password ? decodeURIComponent(url.password) : undefined);
+  return {
+    ...upstreamFor({ protocol, host, port: Number(url.port), username }, url.password ? decodeURIComponent(url.password) : undefined),
+    trusted: true,
+  };
 }
 
 /**
@@ -152,7 +158,11 @@ export class Proxies implements SessionFeature {
     const record = this.find(org, id);
     const { protocol, config } = record;
     const password = config.has_password ? await this.secrets.read(record.id) : undefined;
-    const result = await checkUpstream({ protocol, ...config, password }, body.url);
+    // The daemon connects to the proxy alone (the target is the proxy's to reach), and only where a session could.
+    const result = await checkUpstream({ protocol, ...config, password }, body.url, {
+      lookup: guardedLookup(this.deps.reach),
+      refused: (address) => refusedAddress(address, this.deps.reach),
+    });
     const health = { status: result.available ? 'available' : 'unavailable', last_checked: new Date().toISOString() } as const;
     this.deps.log('proxy checked', { proxy: record.id, url: body.url, status: health.status, reason: result.reason });
     if (!body.url) await this.deps.store.update(() => void Object.assign(record, health));
@@ -194,7 +204,7 @@ export class Proxies implements SessionFeature {
   /** Every session gets a forwarder, so a PATCH can add a proxy to a session created without one. */
   async launch(ctx: LaunchContext): Promise<FeatureLaunch> {
     const { record } = ctx;
-    const forwarder = await SessionForwarder.start(ctx.box);
+    const forwarder = await SessionForwarder.start(ctx.box, this.deps.reach);
     const session = record.id;
     this.forwarders.set(session, forwarder);
     try {

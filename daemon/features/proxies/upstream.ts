@@ -6,6 +6,8 @@ export interface Upstream {
   host: string;
   /** Hosts that skip the upstream (the proxy's bypass_hosts). */
   bypasses(hostname: string): boolean;
+  /** The operator's own (RBROWSE_STEALTH_PROXY), reached wherever it is; an organization's is held to a session's reach. */
+  trusted?: boolean;
 }
 
 export interface UpstreamConfig {
