@@ -257,3 +257,41 @@ test('the addresses out of a session’s reach (pure)', async () => {
   }
   for (const a of ['93.184.216.34', '10.0.0.5', '192.168.1.1', '2606:4700::1111']) assert.equal(refusedAddress(a, closed), undefined, a);
 });
+
+test("one session's flood of 3,000 connections to the host's loopback takes its share only: another organization creates, drives and changes state meanwhile", async () => {
+  const held: import('node:net').Socket[] = [];
+  const service = (await import('node:net')).createServer((socket) => {
+    held.push(socket);
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+  const port = (service.address() as AddressInfo).port;
+  const d = await startTestDaemon({ env: { RBROWSE_SESSION_HOST_CONNECTIONS: '200' } });
+  try {
+    const keyB = (await d.cli(['auth', 'create-key', '--org', 'bystander'])).stdout.trim();
+    const flooder = (await d.api('POST', '/browsers', { headless: true })).body;
+    const flood = `const net = require('net'); let ok = 0; for (let i = 0; i < 3000; i++) { const s = net.connect(${port}, '127.0.0.1'); s.on('connect', () => ok++); s.on('error', () => {}); } setTimeout(() => { console.log(ok); }, 60000).unref(); setInterval(() => {}, 1000);`;
+    const spawned = await d.api('POST', `/browsers/${flooder.session_id}/process/spawn`, { command: 'node', args: ['-e', flood] });
+    assert.equal(spawned.status, 200, spawned.text);
+    // Control: the flood does reach the host service, as many as its share.
+    await waitFor(() => held.length >= 200, 60_000, 'the flood to reach the host service');
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.ok(held.filter((s) => !s.destroyed).length <= 200, `${held.filter((s) => !s.destroyed).length} held at once`);
+    // Another organization meanwhile: a create, a CDP call, a change of state.
+    const s = (await d.api('POST', '/browsers', { headless: true }, keyB)).body;
+    assert.ok(s.session_id, JSON.stringify(s));
+    const { chromium } = await import('playwright');
+    const browser = await chromium.connectOverCDP(s.cdp_ws_url);
+    const page = browser.contexts()[0]!.pages()[0]!;
+    await page.setContent('<title>unbothered</title>');
+    assert.equal(await page.title(), 'unbothered');
+    await browser.close();
+    assert.equal((await d.api('POST', '/profiles', { name: 'during-the-flood' }, keyB)).status, 200);
+    assert.equal((await d.api('DELETE', `/browsers/${s.session_id}`, undefined, keyB)).status, 204);
+    await d.api('DELETE', `/browsers/${flooder.session_id}`);
+  } finally {
+    await d.stop();
+    for (const socket of held) socket.destroy();
+    await new Promise<void>((resolve) => service.close(() => resolve()));
+  }
+});

@@ -12,7 +12,8 @@ export interface BoxHost {
 }
 
 /** A connection made inside a box to a host loopback port: the daemon connects it on the host. */
-export type ForwardedConnection = (socket: Socket, port: number, family: 4 | 6) => void;
+/** A connection a box accepted on a forwarded port, with the box it came from (its id). */
+export type ForwardedConnection = (socket: Socket, port: number, family: 4 | 6, boxId: string) => void;
 
 /** How long the agent may take from its box's start to its first word. */
 const READY_TIMEOUT_MS = 30_000;
@@ -202,7 +203,7 @@ export class Box {
         this.ready = undefined;
         return;
       case 'forwarded':
-        if (handle) this.onForwarded(socket(), Number(msg.port), msg.family === 6 ? 6 : 4);
+        if (handle) this.onForwarded(socket(), Number(msg.port), msg.family === 6 ? 6 : 4, this.id);
         return;
       case 'accepted': {
         const onSocket = this.listeners.get(String(msg.id));

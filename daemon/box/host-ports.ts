@@ -66,7 +66,14 @@ export class HostPorts {
   /** The socket counts when the ports were last read, and when that was. */
   private scanned = { counts: '', at: 0 };
 
-  constructor(private readonly enabled: boolean) {}
+  /** Connections to the host open now, per box and in all: each holds two of the daemon's descriptors. */
+  private readonly open = new Map<string, number>();
+  private total = 0;
+
+  constructor(
+    private readonly enabled: boolean,
+    private readonly caps: HostConnectionCaps = hostConnectionCapsFromEnv(),
+  ) {}
 
   /** Ports every box reaches on the host whatever the scan finds (the daemon's API). */
   always(ports: number[]): void {
@@ -109,7 +116,23 @@ export class HostPorts {
    * the same address family first, the other one if nothing listens there (a server on 127.0.0.1
    * only, reached as localhost over ::1 inside: the box accepted it, so the fallback is ours).
    */
-  readonly connect = (inside: Socket, port: number, family: 4 | 6): void => {
+  readonly connect = (inside: Socket, port: number, family: 4 | 6, boxId = ''): void => {
+    // Past a cap the connection is refused (closed at once): one session's flood takes its own
+    // share of the daemon's descriptors, never the reserve its other work needs.
+    const mine = this.open.get(boxId) ?? 0;
+    if (mine >= this.caps.perBox || this.total >= this.caps.total) {
+      inside.destroy();
+      this.refused++;
+      return;
+    }
+    this.open.set(boxId, mine + 1);
+    this.total++;
+    inside.once('close', () => {
+      this.total--;
+      const left = (this.open.get(boxId) ?? 1) - 1;
+      if (left > 0) this.open.set(boxId, left);
+      else this.open.delete(boxId);
+    });
     const hosts = family === 6 ? ['::1', '127.0.0.1'] : ['127.0.0.1', '::1'];
     let outside: Socket | undefined;
     inside.on('error', () => outside?.destroy());
@@ -133,6 +156,14 @@ export class HostPorts {
     attempt(0);
   };
 
+  /** Connections refused at a cap since the start (for /admin/resources). */
+  refused = 0;
+
+  /** Connections to the host open now, in all. */
+  get connections(): number {
+    return this.total;
+  }
+
   close(): void {
     this.stopPolling();
     this.boxes.clear();
@@ -155,4 +186,34 @@ export class HostPorts {
     clearInterval(this.timer);
     this.timer = undefined;
   }
+}
+
+export interface HostConnectionCaps {
+  /** Connections one box may have open to the host at once (RBROWSE_SESSION_HOST_CONNECTIONS). */
+  perBox: number;
+  /** Connections all boxes may have open at once (RBROWSE_HOST_CONNECTIONS), within what the daemon's descriptor limit leaves above its reserve. */
+  total: number;
+}
+
+/** Descriptors the daemon keeps for its own work (the API's sockets, the state file, its children's pipes). */
+const DESCRIPTOR_RESERVE = 2048;
+
+/** The daemon's limit of open descriptors (its soft RLIMIT_NOFILE), as /proc says. */
+function openFileLimit(): number {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m?.[1] === 'unlimited' ? Number.POSITIVE_INFINITY : Number(m?.[1] ?? 1024);
+  } catch {
+    return 1024;
+  }
+}
+
+export function hostConnectionCapsFromEnv(env: NodeJS.ProcessEnv = process.env): HostConnectionCaps {
+  const n = (name: string, fallback: number) => {
+    const v = Number(env[name]);
+    return Number.isInteger(v) && v > 0 ? v : fallback;
+  };
+  // Two descriptors each (the box's side and the host's), below the reserve.
+  const room = Math.max(64, Math.floor((openFileLimit() - DESCRIPTOR_RESERVE) / 2));
+  return { perBox: n('RBROWSE_SESSION_HOST_CONNECTIONS', 256), total: Math.min(n('RBROWSE_HOST_CONNECTIONS', 4096), room) };
 }

@@ -3,6 +3,7 @@ import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { RequestError, Server } from 'proxy-chain';
 import type { Box } from '../../box/box.js';
+import { hostConnectionCapsFromEnv } from '../../box/host-ports.js';
 import { guardedLookup, refusedAddress, type ReachPolicy } from '../../lib/reach.js';
 import type { Upstream } from './upstream.js';
 
@@ -58,10 +59,17 @@ export class SessionForwarder {
     });
   }
 
-  static async start(box: Box, policy: ReachPolicy): Promise<SessionForwarder> {
+  static async start(box: Box, policy: ReachPolicy, maxConnections = hostConnectionCapsFromEnv().perBox): Promise<SessionForwarder> {
     const forwarder = new SessionForwarder(policy);
+    let open = 0;
     // proxy-chain's own http.Server serves it: connections are emitted to it, it never listens.
-    forwarder.listener = await box.listen(0, (socket: Socket) => forwarder.server.server.emit('connection', socket));
+    // Each holds descriptors of the daemon's: a session has its share of them, no more.
+    forwarder.listener = await box.listen(0, (socket: Socket) => {
+      if (open >= maxConnections) return void socket.destroy();
+      open++;
+      socket.once('close', () => open--);
+      forwarder.server.server.emit('connection', socket);
+    });
     return forwarder;
   }
 
