@@ -295,3 +295,41 @@ test("one session's flood of 3,000 connections to the host's loopback takes its 
     await new Promise<void>((resolve) => service.close(() => resolve()));
   }
 });
+
+test('the limits granted add up to no more than the machine may give: a session past them is refused with 429, the boxes’ parent group is held to the machine, doctor says so', async () => {
+  const { totalmem } = await import('node:os');
+  const { readFile: read } = await import('node:fs/promises');
+  const share = totalmem() - 1024 ** 3;
+  // Sessions of a third of the boxes' share each, no overcommit: the third one is past it.
+  const per = Math.floor(share / 3 / 1024 ** 2) + 1;
+  const d = await startTestDaemon({ env: { RBROWSE_MEMORY_OVERCOMMIT: '1', RBROWSE_SESSION_MEMORY: `${per}m` } });
+  try {
+    const a = await d.api('POST', '/browsers', { headless: true });
+    const b = await d.api('POST', '/browsers', { headless: true });
+    assert.equal(a.status, 200, a.text);
+    assert.equal(b.status, 200, b.text);
+    const c = await d.api('POST', '/browsers', { headless: true });
+    assert.equal(c.status, 429, c.text);
+    assert.match(c.body.message, /memory is granted: .* RBROWSE_SESSION_MEMORY/);
+    assert.ok(c.headers.get('retry-after'));
+    // Control: once one ends, the next create has its room.
+    await d.api('DELETE', `/browsers/${a.body.session_id}`);
+    await waitFor(async () => (await d.api('POST', '/browsers', { headless: true })).status === 200, 30_000, 'room for a session again');
+    // The parent group of every box of this daemon is limited to the boxes' share.
+    const cgroup = (await read('/proc/self/cgroup', 'utf8'))
+      .split('\n')
+      .find((l) => /:memory:/.test(l))
+      ?.split(':')[2];
+    if (cgroup !== undefined) {
+      const { createHash } = await import('node:crypto');
+      const tag = `rbrowse-${createHash('sha256').update(d.home).digest('hex').slice(0, 12)}`;
+      const limit = await read(`/sys/fs/cgroup/memory${cgroup === '/' ? '' : cgroup}/${tag}/memory.limit_in_bytes`, 'utf8').catch(() => '');
+      if (limit) assert.ok(Math.abs(Number(limit) - share) < 1024 ** 2 * 8, `parent limit ${limit} for a share of ${share}`);
+    }
+    const doctor = await d.cli(['doctor']);
+    assert.match(doctor.stdout, /limits total .* RBROWSE_MEMORY_OVERCOMMIT 1/);
+    for (const s of (await d.api('GET', '/browsers')).body as { session_id: string }[]) await d.api('DELETE', `/browsers/${s.session_id}`);
+  } finally {
+    await d.stop();
+  }
+});

@@ -275,6 +275,15 @@ async function boxChecks(): Promise<Check[]> {
           ...(chromiumOn ? {} : { fix: 'unset RBROWSE_CHROMIUM_SANDBOX' }),
         },
   );
+  // What all boxes together may be granted, and what they are held to.
+  const { boxesMemoryBytes, memoryGrantsFromEnv } = await import('../../daemon/box/limits.js');
+  const machine = boxesMemoryBytes();
+  const grants = memoryGrantsFromEnv(machine);
+  checks.push({
+    name: 'limits total',
+    state: 'ok',
+    detail: `boxes may be granted ${size(grants.maxBytes)} of memory limits in all (${Math.floor(grants.maxBytes / support.sessionLimits.memoryBytes)} sessions of ${size(support.sessionLimits.memoryBytes)}; RBROWSE_MEMORY_OVERCOMMIT ${grants.overcommit}), and ${support.limits.memory.enforced ? `are held to ${size(machine)} together` : 'are not held together (no memory controller)'}; more is refused with 429`,
+  });
   const limit = support.sessionLimits;
   const values = { memory: size(limit.memoryBytes), pids: `${limit.pids} tasks`, shm: size(limit.shmBytes), disk: size(limit.diskBytes) };
   for (const [name, s] of Object.entries(support.limits) as [keyof typeof values, { enforced: boolean; why?: string }][]) {

@@ -13,6 +13,8 @@ import { HostPorts } from './host-ports.js';
 import type { BoxCgroups, BoxLimits } from './limits.js';
 import { detectBoxSupport, type BoxSupport } from './support.js';
 import { anyProcessOf, UidSlots, type BoxUids } from './uids.js';
+import { RateLimitError } from '../../src/errors.js';
+import { memoryGrantsFromEnv, type MemoryGrants } from './limits.js';
 
 /** The address a box's resolver is pointed at when the host's own is on loopback (pasta forwards it). */
 const DNS_FORWARD = '169.254.1.53';
@@ -100,6 +102,10 @@ export class Boxes {
   /** A short name for this home in the machine-wide /run/rbrowse. */
   private readonly tag: string;
   private readonly live = new Map<string, { box: Box; uids?: BoxUids }>();
+  /** The memory each box is granted (its limit), starting or running: what admission adds up. */
+  private readonly granted = new Map<string, number>();
+  /** What the boxes may be granted in all (see grants). */
+  readonly grants: MemoryGrants;
   /** What ended boxes still give back (groups, uids, disks): close() waits for it. */
   private readonly releasing = new Set<Promise<void>>();
   /** Boxes being started: close() waits for them, so none outlives a stopped daemon. */
@@ -117,6 +123,7 @@ export class Boxes {
     this.tag = homeTag(deps.home);
     this.sessionLimits = support.sessionLimits;
     this.appLimits = support.appLimits;
+    this.grants = memoryGrantsFromEnv(cgroups.parentMemoryBytes);
     this.hostPorts = new HostPorts(support.hostLoopback);
   }
 
@@ -154,7 +161,15 @@ export class Boxes {
 
   private async startBox(req: BoxRequest): Promise<Box> {
     const limits = req.kind === 'session' ? this.sessionLimits : this.appLimits;
-    const uids = await this.uids?.take(req.slot);
+    // Refused (429) before anything is made when the machine's memory is all granted already.
+    this.grant(req.id, limits.memoryBytes);
+    let uids: BoxUids | undefined;
+    try {
+      uids = await this.uids?.take(req.slot);
+    } catch (err) {
+      this.granted.delete(req.id);
+      throw err;
+    }
     const diskDir = this.diskDir(req.id);
     let box: Box | undefined;
     try {
@@ -209,6 +224,30 @@ export class Boxes {
     return started;
   }
 
+  /**
+   * Counts `bytes` of memory granted to box `id`, or refuses with 429 when the boxes would hold
+   * more than the machine may give them (see MemoryGrants).
+   */
+  private grant(id: string, bytes: number): void {
+    let total = bytes;
+    for (const [other, n] of this.granted) if (other !== id) total += n;
+    if (total > this.grants.maxBytes) {
+      const gib = (n: number) => `${(n / 1024 ** 3).toFixed(1)} GiB`;
+      throw new RateLimitError(
+        `this machine's memory is granted: the sessions and apps running (and the browsers kept ready) hold ${gib(total - bytes)} of memory limits of the ${gib(this.grants.maxBytes)} the daemon may grant (${gib(this.grants.machineBytes)} for boxes x RBROWSE_MEMORY_OVERCOMMIT ${this.grants.overcommit}); end a session, or lower RBROWSE_SESSION_MEMORY`,
+        5,
+      );
+    }
+    this.granted.set(id, bytes);
+  }
+
+  /** Memory granted to boxes now, and how much they may be granted. */
+  grantedMemory(): { grantedBytes: number } & MemoryGrants {
+    let grantedBytes = 0;
+    for (const n of this.granted.values()) grantedBytes += n;
+    return { grantedBytes, ...this.grants };
+  }
+
   private readonly keptDisks = new Set<string>();
 
   /** Stops a box but keeps its disk mounted (its profile is saved from it next, in another box). */
@@ -233,7 +272,15 @@ export class Boxes {
 
   /** A box's memory use now, as its cgroup counts it (its disk's pages included). */
   /** Changes a running box's memory limit, where the host enforces one. */
-  setMemoryLimit(id: string, bytes: number): Promise<void> {
+  async setMemoryLimit(id: string, bytes: number): Promise<void> {
+    const before = this.granted.get(id) ?? 0;
+    this.granted.delete(id);
+    try {
+      this.grant(id, bytes);
+    } catch (err) {
+      this.granted.set(id, before);
+      throw err;
+    }
     return this.cgroups.setMemory(id, bytes);
   }
 
@@ -261,6 +308,7 @@ export class Boxes {
   /** Once a box has ended: its groups go, then (no process of them left) its uids, then its disk. */
   private async release(id: string, uids: BoxUids | undefined, keepDisk: boolean): Promise<void> {
     this.live.delete(id);
+    this.granted.delete(id);
     await this.cgroups.remove(id);
     if (uids) {
       await waitUidsGone(uids);

@@ -2,6 +2,7 @@ import { parseBytes } from '../lib/bytes.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { access, constants, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 
 /** What one box may use; every limit is configurable (RBROWSE_SESSION_* and RBROWSE_APP_*). */
@@ -71,6 +72,8 @@ export class BoxCgroups {
   private constructor(
     private readonly controllers: Controller[],
     readonly support: LimitSupport,
+    /** The memory limit of the boxes' parent group (all of them together), where it could be set. */
+    readonly parentMemoryBytes: number,
   ) {}
 
   static async detect(home: string, opts: { root: boolean }): Promise<BoxCgroups> {
@@ -108,7 +111,14 @@ export class BoxCgroups {
         ? { enforced: true }
         : { enforced: false, why: 'a size-capped disk is a tmpfs the daemon mounts, which needs root; sessions write to a plain directory' },
     };
-    return new BoxCgroups(controllers, support);
+    // The boxes' parent group holds them all to what the machine has, less what the host keeps.
+    const parentMemoryBytes = boxesMemoryBytes();
+    for (const c of controllers) {
+      if (c.name !== 'memory') continue;
+      const file = c.version === 1 ? 'memory.limit_in_bytes' : 'memory.max';
+      await writeFile(join(c.parent, file), String(parentMemoryBytes)).catch(() => {});
+    }
+    return new BoxCgroups(controllers, support, parentMemoryBytes);
   }
 
   /** Makes a box's groups with their limits; the cgroup.procs files its init joins. */
@@ -238,3 +248,27 @@ async function unifiedParent(own: string, tag: string, name: string): Promise<{ 
 
 /** A short name for a daemon home in the machine-wide cgroup tree. */
 const hashOf = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 12);
+
+/** The boxes' share of the machine's memory: all of it less what the host keeps for itself (RBROWSE_HOST_MEMORY_RESERVE, default 1 GiB). */
+export function boxesMemoryBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const reserve = env.RBROWSE_HOST_MEMORY_RESERVE ? parseBytes(env.RBROWSE_HOST_MEMORY_RESERVE, 'RBROWSE_HOST_MEMORY_RESERVE') : 1024 ** 3;
+  return Math.max(512 * 1024 ** 2, totalmem() - reserve);
+}
+
+/**
+ * What the daemon may grant its boxes in memory limits: the boxes' share of the machine (its
+ * memory less the host's reserve, also the limit of their parent group, which holds their real
+ * use to it) times RBROWSE_MEMORY_OVERCOMMIT (default 4: a browser rarely uses its limit; 1 grants
+ * no more than the machine has). A box past it is refused with 429.
+ */
+export interface MemoryGrants {
+  machineBytes: number;
+  overcommit: number;
+  maxBytes: number;
+}
+
+export function memoryGrantsFromEnv(machineBytes: number, env: NodeJS.ProcessEnv = process.env): MemoryGrants {
+  const raw = Number(env.RBROWSE_MEMORY_OVERCOMMIT);
+  const overcommit = Number.isFinite(raw) && raw >= 1 ? raw : 4;
+  return { machineBytes, overcommit, maxBytes: Math.floor(machineBytes * overcommit) };
+}
