@@ -15,6 +15,7 @@
  *                          DAEMON_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon)
  */
 import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { exchange } from '../src/http-exchange.js';
 import { callApi, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
@@ -29,6 +30,8 @@ const ROUND_MS = intEnv('LOAD_ROUND_S', 30) * 1000;
 const ROUNDS = intEnv('LOAD_ROUNDS', 3);
 /** Half-open connections held by another local user during the flood round (0: no such round). */
 const FLOOD = intEnv('LOAD_FLOOD', 2000);
+/** Connections one session of another organization opens to a host loopback service during its round (0: none). */
+const SESSION_FLOOD = intEnv('LOAD_SESSION_FLOOD', 3000);
 
 interface Round {
   statuses: Record<string, number>;
@@ -161,6 +164,43 @@ runBench(async (cleanups) => {
     flood = { round: r, opened, connections, rssBefore, rssAfter: after.rssMiB, fdsAfter: after.fds };
     progress(`flood round done, load ${load()}`);
   }
+  let sessionFlood: { round: Round; creates: number[]; held: number } | undefined;
+  if (SESSION_FLOOD > 0) {
+    // A service on the host's loopback that holds every connection, and a session of another
+    // organization that opens SESSION_FLOOD to it, while this organization's clients go on.
+    const { createServer } = await import('node:net');
+    const held: import('node:net').Socket[] = [];
+    const service = createServer((socket) => {
+      held.push(socket);
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((resolve) => service.close(() => resolve()));
+    });
+    const port = (service.address() as import('node:net').AddressInfo).port;
+    const other = (await d.cli(['auth', 'create-key', '--org', 'session-flood'])).stdout.trim();
+    const flooder = (await callApi(d.baseUrl, 'POST', '/browsers', { headless: true }, other)).body as { session_id: string };
+    const script = `const net = require('net'); for (let i = 0; i < ${SESSION_FLOOD}; i++) net.connect(${port}, '127.0.0.1').on('error', () => {}); setInterval(() => {}, 1000);`;
+    await callApi(d.baseUrl, 'POST', `/browsers/${flooder.session_id}/process/spawn`, { command: 'node', args: ['-e', script] }, other);
+    await new Promise((r) => setTimeout(r, 5000));
+    const creates: number[] = [];
+    const measuring = (async () => {
+      const until = Date.now() + ROUND_MS;
+      while (Date.now() < until) {
+        const started = performance.now();
+        const created = await api(d, 'POST', '/browsers', { headless: true });
+        creates.push(performance.now() - started);
+        if (created.status === 200) await api(d, 'DELETE', `/browsers/${created.body.session_id}`);
+      }
+    })();
+    const r = await round(d, ROUND_MS, 0, CLIENTS - CHURNERS);
+    await measuring;
+    sessionFlood = { round: r, creates, held: held.filter((x) => !x.destroyed).length };
+    await callApi(d.baseUrl, 'DELETE', `/browsers/${flooder.session_id}`, undefined, other);
+    progress(`session flood round done, load ${load()}`);
+  }
   const floorReads = summarize(floor.readsOther);
   console.log(
     `\nload: ${CLIENTS} clients (${CHURNERS} creating and deleting headless sessions, ${CLIENTS - CHURNERS} reading and PATCHing), ${ROUND_MS / 1000} s rounds; machine load after: ${load()}`,
@@ -191,6 +231,15 @@ runBench(async (cleanups) => {
         `daemon connections at its end ${JSON.stringify(flood.connections)}; RSS ${flood.rssBefore.toFixed(1)} MiB before, ${flood.round.rssMiB.toFixed(1)} during (${flood.round.fds} fds), ${flood.rssAfter.toFixed(1)} after (${flood.fdsAfter} fds)`,
     );
     rounds.push(flood.round);
+  }
+  if (sessionFlood) {
+    const reads = summarize(sessionFlood.round.readsOther);
+    const creates = summarize(sessionFlood.creates);
+    console.log(
+      `\nsession flood round: one session of another organization opened ${SESSION_FLOOD} connections to a host loopback service (${sessionFlood.held} held at its cap); ` +
+        `this organization's creates p50/p95/p99 ${fmt(creates)} ms (${sessionFlood.creates.length}), reads p50/p95/p99 ${fmt(reads)} ms (p99/floor ${(reads.p99 / floorReads.p99).toFixed(2)}; goal < 100 ms)`,
+    );
+    rounds.push(sessionFlood.round);
   }
   const fivexx = rounds.reduce(
     (n, r) =>
