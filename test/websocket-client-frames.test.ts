@@ -1,10 +1,10 @@
 // The CDP gateway's frame reader (pure logic): real masked frames made by ws's own Sender, fed
-// whole and cut at every byte, must come out unchanged, with Browser.close found, a close frame
-// ending the scan and what the protocol forbids refused.
+// whole and cut at every byte, must come out unchanged, with Browser.close found however it is
+// framed, a close frame ending the scan and what the protocol forbids refused.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as ws from 'ws';
-import { ClientFrames, type ScanStop } from '../daemon/lib/websocket-client-frames.js';
+import { ClientFrames, HOLD_REFUSED, holdBudget, type ScanStop } from '../daemon/lib/websocket-client-frames.js';
 
 const { Sender } = ws as unknown as {
   Sender: { frame(data: Buffer, o: { fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean }): Buffer[] };
@@ -14,12 +14,20 @@ const frame = (data: string | Buffer, o: { opcode?: number; fin?: boolean; mask?
     Sender.frame(Buffer.from(data), { fin: o.fin ?? true, rsv1: o.rsv1 ?? false, opcode: o.opcode ?? 1, mask: o.mask ?? true, readOnly: true }),
   );
 
-const scanner = (maxMessage = 1 << 20) =>
-  new ClientFrames<string>({
+/** Every text message the last scanner was shown, as text. */
+let seen: string[] = [];
+const scanner = (maxMessage = 1 << 20, hold = holdBudget(1 << 30)) => {
+  seen = [];
+  return new ClientFrames<string>({
     maxMessage,
     inspectUpTo: 64,
-    inspect: (text) => (text.includes('"Browser.close"') ? text.toString() : undefined),
+    inspect: (text) => {
+      seen.push(text.toString());
+      return text.includes('"Browser.close"') ? text.toString() : undefined;
+    },
+    hold,
   });
+};
 
 /** Feeds `stream` in pieces of `step` bytes: what was passed on and how it stopped. */
 function feed(stream: Buffer, step: number, frames = scanner()): { forwarded: Buffer; stop?: ScanStop<string>; messages: number } {
@@ -27,7 +35,8 @@ function feed(stream: Buffer, step: number, frames = scanner()): { forwarded: Bu
   let stop: ScanStop<string> | undefined;
   for (let i = 0; i < stream.length && !stop; i += step) {
     const r = frames.scan(stream.subarray(i, i + step));
-    out.push(Buffer.from(r.forward));
+    // Copied as they come: the scan may hand back views of a chunk the caller then reuses.
+    for (const piece of r.forward) out.push(Buffer.from(piece));
     stop = r.stop;
   }
   return { forwarded: Buffer.concat(out), stop, messages: frames.messages };
@@ -63,11 +72,71 @@ describe('a websocket client stream read frame by frame', () => {
       assert.deepEqual(r.stop, { kind: 'claimed', value: close }, `cut every ${step}`);
       assert.ok(r.forwarded.equals(before), `cut every ${step}`);
     });
-    // Control: larger than what is inspected, it is not looked at (and passes on).
-    const big = Buffer.concat([frame(`{"id":2,"method":"Browser.close","pad":"${'x'.repeat(64)}"}`)]);
-    const passed = feed(big, 1);
-    assert.equal(passed.stop, undefined);
-    assert.ok(passed.forwarded.equals(big));
+  });
+
+  test('a longer or fragmented Browser.close is held whole and claimed, none of it passed on', () => {
+    const before = frame('{"id":1,"method":"Page.enable"}');
+    const padded = `{"id":2,${' '.repeat(5000)}"method":"Browser.close"}`;
+    const cases: [string, Buffer][] = [
+      ['padded past what is looked at in place', frame(padded)],
+      ['in two fragments', Buffer.concat([frame('{"id":2,"method":"Brow', { fin: false }), frame('ser.close"}', { opcode: 0 })])],
+      [
+        'in fragments with a ping between them and an empty last one',
+        Buffer.concat([
+          frame(padded.slice(0, 3001), { fin: false }),
+          frame('', { opcode: 9 }),
+          frame(padded.slice(3001), { opcode: 0, fin: false }),
+          frame('', { opcode: 0 }),
+        ]),
+      ],
+    ];
+    for (const [what, close] of cases) {
+      everyCut(Buffer.concat([before, close, frame('{"id":3}')]), (r, step) => {
+        assert.equal(r.stop?.kind, 'claimed', `${what}, cut every ${step}`);
+        assert.ok(r.forwarded.equals(before), `${what}, cut every ${step}: only what came before`);
+      });
+    }
+  });
+
+  test('held messages reach inspect exactly as sent and pass on unchanged, whatever their alignment', () => {
+    const texts = ['a'.repeat(65), 'é'.repeat(1000), 'x'.repeat(70_001), '{"id":9,"method":"Runtime.evaluate","params":{"expression":"1"}}'];
+    for (const text of texts) {
+      for (const cut of [1, 2, 3, 5, 4097]) {
+        // Fragments of every length around the word size, so each starts at a different offset.
+        const bytes = Buffer.from(text);
+        const parts: Buffer[] = [];
+        for (let at = 0, n = 1; at < bytes.length; at += n, n = (n % 7) + 1) {
+          const last = at + n >= bytes.length;
+          parts.push(frame(bytes.subarray(at, at + n), { opcode: at === 0 ? 1 : 0, fin: last }));
+        }
+        for (const stream of [frame(bytes), Buffer.concat(parts)]) {
+          const r = feed(stream, cut);
+          assert.equal(r.stop, undefined);
+          assert.ok(r.forwarded.equals(stream), `passed on unchanged (${text.length} chars, cut every ${cut})`);
+          assert.deepEqual(seen, [text], `inspected whole (${text.length} chars, cut every ${cut})`);
+        }
+      }
+    }
+  });
+
+  test('what is held counts against the shared budget, refused with 1009 past it and given back', () => {
+    const hold = holdBudget(10_000);
+    const long = frame('y'.repeat(8000));
+    const first = scanner(1 << 20, hold);
+    const started = first.scan(long.subarray(0, 5000));
+    assert.deepEqual([started.forward.length, started.stop], [0, undefined], 'nothing of an unfinished long message goes on');
+    assert.equal(hold.held, 5000);
+    // A second connection's long message passes the budget.
+    const second = feed(long, 8000, scanner(1 << 20, hold));
+    assert.deepEqual(second.stop, { kind: 'refuse', ...HOLD_REFUSED });
+    assert.equal(hold.held, 5000, 'the refused one holds nothing');
+    first.release();
+    assert.equal(hold.held, 0, 'a connection that ends lets go of what it held');
+    // Alone now, the same message passes whole.
+    const r = feed(long, 3000, scanner(1 << 20, hold));
+    assert.equal(r.stop, undefined);
+    assert.ok(r.forwarded.equals(long));
+    assert.equal(hold.held, 0, 'a passed message is given back');
   });
 
   test("a close frame is passed on and ends the scan; the client's later bytes are not", () => {

@@ -44,8 +44,9 @@ interface ReceiverState {
 /**
  * The websockets of every gateway together: how many each session and the daemon have open, and
  * the bytes of client messages not yet complete (BiDi and the live view hold a message whole
- * before it is passed on; the CDP gateway passes frames on as they come and holds none). A
- * connection that would pass the budget is refused with 1009, whatever its own message's size.
+ * before it is passed on; the CDP gateway's relay, a process of its own, keeps a budget of the
+ * same size for the long text messages it holds). A connection that would pass the budget is
+ * refused with 1009, whatever its own message's size.
  */
 export class WebsocketLimits {
   private readonly open = new Map<string, number>();

@@ -7,8 +7,11 @@
  * headers while leaving the bytes alone, so this does, checking what ws's Receiver checks of a
  * client's frames.
  *
- * What a scan holds back: an incomplete header (at most 14 bytes) and an incomplete small text
- * message that must be seen whole (`inspectUpTo`). Everything else is passed on as it arrives.
+ * Every text message is shown to `inspect` before its last byte is passed on: one in a single
+ * frame of at most `inspectUpTo` bytes (nearly every CDP command) in place; a longer or a
+ * fragmented one is held back whole (its raw frames, and an unmasked copy) until it has all come,
+ * within a budget all scans share. Binary and control frames pass as they arrive. What else a scan
+ * holds back: an incomplete header (at most 14 bytes) and an incomplete small text message.
  */
 
 /** Why a scan stopped: what comes after it in the stream was not passed on. */
@@ -21,30 +24,78 @@ export type ScanStop<T> =
   | { kind: 'refuse'; code: number; reason: string };
 
 export interface ScanResult<T> {
-  /** Bytes to pass on unchanged, in order (a prefix of what the scan was given and held). */
-  forward: Buffer;
+  /** Bytes to pass on unchanged, in order: pieces of what the scan was given, or held. */
+  forward: Buffer[];
   stop?: ScanStop<T>;
+}
+
+/** Bytes held of messages in progress, shared by the scans of a process. */
+export interface HoldBudget {
+  /** Counts `bytes` more as held; false (and nothing counted) when that would pass the budget. */
+  take(bytes: number): boolean;
+  give(bytes: number): void;
+}
+
+/** A budget of `limit` bytes. */
+export function holdBudget(limit: number): HoldBudget & { readonly held: number } {
+  let held = 0;
+  return {
+    take(bytes) {
+      if (held + bytes > limit) return false;
+      held += bytes;
+      return true;
+    },
+    give(bytes) {
+      held -= bytes;
+    },
+    get held() {
+      return held;
+    },
+  };
 }
 
 export interface ClientFrameOptions<T> {
   /** The largest message (the sum of its fragments) a client may send; past it the scan refuses with 1009. */
   maxMessage: number;
-  /** Whole text messages of at most this many bytes are unmasked and shown to `inspect`. */
+  /** Text messages in one frame of at most this many bytes are looked at in place. */
   inspectUpTo: number;
-  /** Looks at such a message (unmasked; the buffer is reused afterwards): a value claims it. */
+  /** Looks at a whole text message (unmasked; the buffer is reused afterwards): a value claims it. */
   inspect(text: Buffer): T | undefined;
+  /** What the scans together may hold of longer or fragmented text messages; past it, 1009. */
+  hold: HoldBudget;
 }
 
 const OPCODE = { continuation: 0x0, text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
 const EMPTY = Buffer.alloc(0);
+const NOTHING: Buffer[] = [];
+/** The refusal past the hold budget. */
+export const HOLD_REFUSED = { code: 1009, reason: 'the daemon holds too many unfinished websocket messages; send smaller ones' };
+
+/** A text message held back until its last byte has come. */
+interface HeldMessage {
+  /** Its frames, and any control frames between them, as they came: passed on unchanged. */
+  raw: Buffer[];
+  /** Bytes of `raw`, counted against the budget (the unmasked copy is as large again). */
+  counted: number;
+  /** Its payload so far, unmasked (`textLength` bytes of it). */
+  text: Buffer;
+  textLength: number;
+  /** The frame being read: its masking key and how far into its payload the scan is. */
+  mask: Buffer;
+  phase: number;
+  /** Whether that frame carries the message's text (not a control frame between fragments), and is its last. */
+  data: boolean;
+  fin: boolean;
+}
 
 export class ClientFrames<T> {
   /** Bytes held back from the last scan: an incomplete header or small text message. */
   private held: Buffer = EMPTY;
-  /** Payload bytes of the frame being passed on that have not arrived yet. */
+  /** Payload bytes of the frame being read that have not arrived yet. */
   private remaining = 0;
   /** Bytes so far of a fragmented message in progress, or -1 when none is. */
   private fragmented = -1;
+  private message?: HeldMessage;
   private readonly scratch: Buffer;
   private stopped = false;
   /** Whole data messages seen so far. */
@@ -56,42 +107,113 @@ export class ClientFrames<T> {
 
   /** Scans the next chunk of the stream. After a stop, nothing more is read. */
   scan(chunk: Buffer): ScanResult<T> {
-    if (this.stopped) return { forward: EMPTY };
+    if (this.stopped) return { forward: NOTHING };
     const buf = this.held.length ? Buffer.concat([this.held, chunk]) : chunk;
     this.held = EMPTY;
+    const out: Buffer[] = [];
     let pos = 0;
+    /** Where the bytes not yet passed on (or held in `message`) start. */
+    let from = 0;
+    /** The bytes up to `end` go on: into the message held, if one is, else out. False past the budget. */
+    const advance = (end: number): boolean => {
+      if (end <= from) return true;
+      const piece = buf.subarray(from, end);
+      from = end;
+      const m = this.message;
+      if (!m) {
+        out.push(piece);
+        return true;
+      }
+      if (!this.count(m, piece.length)) return false;
+      m.raw.push(piece);
+      return true;
+    };
+    /** The held message has come whole: it goes out unless claimed. */
+    const complete = (): ScanResult<T> | undefined => {
+      const m = this.message!;
+      if (!advance(pos)) return this.stop(out, { kind: 'refuse', ...HOLD_REFUSED });
+      this.messages++;
+      const claim = this.o.inspect(m.text.subarray(0, m.textLength));
+      if (claim !== undefined) return this.stop(out, { kind: 'claimed', value: claim });
+      this.drop();
+      out.push(...m.raw);
+      return undefined;
+    };
     while (pos < buf.length) {
       if (this.remaining > 0) {
         const n = Math.min(this.remaining, buf.length - pos);
+        const m = this.message;
+        if (m?.data) {
+          unmaskInto(m.text, m.textLength, buf, pos, n, m.mask, m.phase);
+          m.textLength += n;
+          m.phase += n;
+        }
         pos += n;
         this.remaining -= n;
+        if (this.remaining === 0 && m?.data && m.fin) {
+          const stopped = complete();
+          if (stopped) return stopped;
+        }
         continue;
       }
       const frame = readHeader(buf, pos);
       if (!frame) break;
-      if (frame.refuse) return this.stop(buf, pos, { kind: 'refuse', ...frame.refuse });
-      const broken = this.check(frame);
-      if (broken) return this.stop(buf, pos, { kind: 'refuse', ...broken });
+      const broken = frame.refuse ?? this.check(frame);
+      if (broken) {
+        if (!this.message) advance(pos);
+        return this.stop(out, { kind: 'refuse', ...broken });
+      }
       const end = pos + frame.headerLength + frame.length;
       if (frame.opcode === OPCODE.close) {
         if (end > buf.length) break;
-        return this.stop(buf, end, { kind: 'close' });
+        // A message still held never ends now: what came before it, and the close, go on.
+        if (!this.message) advance(pos);
+        out.push(buf.subarray(pos, end));
+        return this.stop(out, { kind: 'close' });
       }
       if (frame.opcode === OPCODE.text && frame.fin && frame.length <= this.o.inspectUpTo) {
         if (end > buf.length) break;
         this.messages++;
         const claim = this.o.inspect(unmask(buf, pos + frame.headerLength, frame.length, frame.mask, this.scratch));
-        if (claim !== undefined) return this.stop(buf, pos, { kind: 'claimed', value: claim });
+        if (claim !== undefined) {
+          advance(pos);
+          return this.stop(out, { kind: 'claimed', value: claim });
+        }
         pos = end;
         continue;
       }
-      if (frame.opcode < OPCODE.close && frame.fin) this.messages++;
+      if (frame.opcode === OPCODE.text) {
+        advance(pos);
+        this.message = { raw: [], counted: 0, text: EMPTY, textLength: 0, mask: EMPTY, phase: 0, data: false, fin: false };
+      }
+      const m = this.message;
+      if (m) {
+        m.data = frame.opcode < OPCODE.close;
+        m.fin = frame.fin;
+        if (m.data) {
+          m.mask = Buffer.from(buf.subarray(frame.mask, frame.mask + 4));
+          m.phase = 0;
+          const need = m.textLength + frame.length;
+          if (need > m.text.length) {
+            const text = Buffer.allocUnsafe(Math.min(Math.max(need, 2 * m.text.length), this.o.maxMessage));
+            m.text.copy(text, 0, 0, m.textLength);
+            m.text = text;
+          }
+        }
+      } else if (frame.opcode < OPCODE.close && frame.fin) {
+        this.messages++;
+      }
       pos += frame.headerLength;
       this.remaining = frame.length;
+      if (frame.length === 0 && m?.data && m.fin) {
+        const stopped = complete();
+        if (stopped) return stopped;
+      }
     }
+    if (!advance(pos)) return this.stop(out, { kind: 'refuse', ...HOLD_REFUSED });
     // Copied: a subarray would keep the whole chunk alive for the few bytes held.
     if (pos < buf.length) this.held = Buffer.from(buf.subarray(pos));
-    return { forward: pos === buf.length ? buf : buf.subarray(0, pos) };
+    return { forward: out };
   }
 
   /** What the protocol forbids of this frame here, as ws's Receiver checks a client's frames. */
@@ -113,10 +235,32 @@ export class ClientFrames<T> {
     return undefined;
   }
 
-  private stop(buf: Buffer, at: number, stop: ScanStop<T>): ScanResult<T> {
+  private count(m: HeldMessage, bytes: number): boolean {
+    if (!this.o.hold.take(bytes)) return false;
+    m.counted += bytes;
+    return true;
+  }
+
+  /** Lets go of the held message, if any: its bytes no longer count. */
+  private drop(): void {
+    if (!this.message) return;
+    this.o.hold.give(this.message.counted);
+    this.message = undefined;
+  }
+
+  /** Ends the scan: `forward` is what went out before the stop; nothing held is kept. */
+  private stop(out: Buffer[], stop: ScanStop<T>): ScanResult<T> {
     this.stopped = true;
     this.held = EMPTY;
-    return { forward: buf.subarray(0, at), stop };
+    this.drop();
+    return { forward: out, stop };
+  }
+
+  /** Lets go of what the scan holds (the connection ended without a stop). */
+  release(): void {
+    this.stopped = true;
+    this.held = EMPTY;
+    this.drop();
   }
 }
 
@@ -166,6 +310,35 @@ function readHeader(buf: Buffer, pos: number): Header | undefined {
 
 /** The payload at `start` unmasked into `into` (which must be large enough): a view of `into`. */
 function unmask(buf: Buffer, start: number, length: number, mask: number, into: Buffer): Buffer {
-  for (let i = 0; i < length; i++) into[i] = buf[start + i]! ^ buf[mask + (i & 3)]!;
+  if (length < WORDS_FROM) {
+    for (let i = 0; i < length; i++) into[i] = buf[start + i]! ^ buf[mask + (i & 3)]!;
+  } else {
+    unmaskInto(into, 0, buf, start, length, buf.subarray(mask, mask + 4), 0);
+  }
   return into.subarray(0, length);
+}
+
+/** Whether a 32-bit word holds its first byte lowest (x86, ARM as Node runs): the masking key is read as a word in that order. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+/** Below this many bytes a byte loop is cheaper than making a word view. */
+const WORDS_FROM = 64;
+
+/**
+ * `length` masked bytes of `src` at `start` unmasked into `dest` at `at`, `phase` bytes into their
+ * frame's payload: four bytes at a time where `dest` is aligned, as a held message may be 100 MiB.
+ */
+function unmaskInto(dest: Buffer, at: number, src: Buffer, start: number, length: number, mask: Buffer, phase: number): void {
+  if (length < WORDS_FROM) {
+    for (let i = 0; i < length; i++) dest[at + i] = src[start + i]! ^ mask[(phase + i) & 3]!;
+    return;
+  }
+  src.copy(dest, at, start, start + length);
+  let i = 0;
+  for (; (dest.byteOffset + at + i) & 3; i++) dest[at + i]! ^= mask[(phase + i) & 3]!;
+  const words = (length - i) >> 2;
+  const k = (n: number) => mask[(phase + i + n) & 3]!;
+  const key = LITTLE_ENDIAN ? k(0) | (k(1) << 8) | (k(2) << 16) | (k(3) << 24) : (k(0) << 24) | (k(1) << 16) | (k(2) << 8) | k(3);
+  const view = new Int32Array(dest.buffer, dest.byteOffset + at + i, words);
+  for (let w = 0; w < words; w++) view[w]! ^= key;
+  for (i += words * 4; i < length; i++) dest[at + i]! ^= mask[(phase + i) & 3]!;
 }

@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net';
 import * as ws from 'ws';
-import { ClientFrames } from '../../lib/websocket-client-frames.js';
+import { ClientFrames, HOLD_REFUSED, type HoldBudget } from '../../lib/websocket-client-frames.js';
 import { MAX_CLIENT_MESSAGE, TOO_BIG } from '../websocket-limits.js';
+import { closingCommand } from './browser-close.js';
 
 /** ws's frame writer: exported by ws, untyped in @types/ws. */
 interface WsFraming {
@@ -12,8 +13,10 @@ const { Sender } = ws as unknown as WsFraming;
 /** How long a connection whose client sent Browser.close waits for the answer before it is cut anyway. */
 const CLOSE_ANSWER_MS = 2000;
 const OPCODES = { text: 0x1, close: 0x8 } as const;
-/** The longest Browser.close command looked for (a command carries its id and maybe a sessionId). */
-const BROWSER_CLOSE_MAX = 512;
+/** The close code of a command the gateway does not let through (RFC 6455 section 7.4.1). */
+const POLICY = 1008;
+/** Text messages up to this size in one frame (nearly every command) are looked at without being held. */
+const INSPECT_IN_PLACE = 4096;
 /** Chromium's answer to any close frame: code 1000, no reason; then it hangs up. */
 const CHROMIUM_CLOSE = Buffer.from([0x88, 0x02, 0x03, 0xe8]);
 /** How long a refused connection waits for Chromium's close before it is cut anyway. */
@@ -32,20 +35,28 @@ export interface CdpConnection {
  * client sent past its handshake) to `upstream` (Chromium's browser endpoint). The browser's
  * frames go to the client as a plain byte splice (no frame is parsed: that is where the traffic
  * is). The client's own frames pass on unchanged too, their headers read as they go by
- * (lib/websocket-client-frames.ts), so a client's Browser.close can end just this connection,
- * never the session, a message past Chromium's limit is refused (1009) before its bytes are, and
- * nothing is held but an incomplete small command. `closed` is told once, with the client's
- * message count.
+ * (lib/websocket-client-frames.ts), so a client's Browser.close (or Browser.crash), however it is
+ * framed, padded, escaped or wrapped, ends just this connection, never the session
+ * (browser-close.ts), and a message past Chromium's limit is refused (1009) before its bytes are.
+ * A text message longer than `INSPECT_IN_PLACE` or in fragments is held until it is whole, within
+ * `hold`, the relay's budget. `closed` is told once, with the client's message count.
  */
-export function relayCdp(client: Socket, upstream: Socket, head: Buffer, closed: (end: CdpConnectionEnd, messages: number) => void): CdpConnection {
+export function relayCdp(
+  client: Socket,
+  upstream: Socket,
+  head: Buffer,
+  hold: HoldBudget,
+  closed: (end: CdpConnectionEnd, messages: number) => void,
+): CdpConnection {
   let done = false;
   let clientClosing = false;
   /** Set once the client was refused (1009, 1002): the bytes that end the connection. */
   let refusal: ((tail: Buffer) => Buffer) | undefined;
-  const frames = new ClientFrames({ maxMessage: MAX_CLIENT_MESSAGE, inspectUpTo: BROWSER_CLOSE_MAX, inspect: browserClose });
+  const frames = new ClientFrames({ maxMessage: MAX_CLIENT_MESSAGE, inspectUpTo: INSPECT_IN_PLACE, inspect: closingCommand, hold });
   const closeBoth = (end: CdpConnectionEnd = 'client_close') => {
     if (done) return;
     done = true;
+    frames.release();
     client.destroy();
     upstream.destroy();
     closed(end, frames.messages);
@@ -54,6 +65,15 @@ export function relayCdp(client: Socket, upstream: Socket, head: Buffer, closed:
   client.setNoDelay(true);
   upstream.pipe(client);
 
+  /** Writes what the scan passed on in one segment where it can; false when the socket is full. */
+  const writeAll = (pieces: Buffer[]): boolean => {
+    if (pieces.length === 1) return upstream.write(pieces[0]!);
+    upstream.cork();
+    let flushed = true;
+    for (const piece of pieces) flushed = upstream.write(piece);
+    upstream.uncork();
+    return flushed;
+  };
   const send = (data: Buffer, opcode: number) => {
     const frame = Sender.frame(data, { fin: true, rsv1: false, opcode, mask: true, readOnly: false });
     // Header and (masked in place) payload leave in one segment, without copying them together.
@@ -130,16 +150,23 @@ export function relayCdp(client: Socket, upstream: Socket, head: Buffer, closed:
   };
   const onData = (chunk: Buffer) => {
     const { forward, stop } = frames.scan(chunk);
-    if (forward.length && !upstream.write(forward)) {
+    if (forward.length && !writeAll(forward)) {
       client.pause();
       upstream.once('drain', () => client.resume());
     }
     if (!stop) return;
-    if (stop.kind === 'claimed') return endOnAnswer(stop.value);
+    if (stop.kind === 'claimed') {
+      if (stop.value.kind === 'flat') return endOnAnswer(stop.value);
+      return refuse(POLICY, 'Browser.close and Browser.crash end only this connection, never the session');
+    }
     if (stop.kind === 'refuse') {
-      return stop.code === TOO_BIG
-        ? refuse(TOO_BIG, `a message of the client passed ${MAX_CLIENT_MESSAGE / 2 ** 20} MiB (Chromium's own limit)`)
-        : refuse(1002, `malformed websocket frame: ${stop.reason}`);
+      if (stop.code !== TOO_BIG) return refuse(1002, `malformed websocket frame: ${stop.reason}`);
+      return refuse(
+        TOO_BIG,
+        stop.reason === HOLD_REFUSED.reason
+          ? stop.reason
+          : `a message of the client passed ${MAX_CLIENT_MESSAGE / 2 ** 20} MiB (Chromium's own limit)`,
+      );
     }
     // The client's close went to Chromium, whose answering close frame reaches the client through the splice.
     clientClosing = true;
@@ -162,19 +189,4 @@ export function relayCdp(client: Socket, upstream: Socket, head: Buffer, closed:
   client.on('error', () => closeBoth());
   upstream.on('error', () => closeBoth('upstream_error'));
   return { cut: () => closeBoth('cut') };
-}
-
-/** A Buffer, not a string: Buffer.includes() encodes a string needle afresh on every call. */
-const BROWSER_CLOSE_METHOD = Buffer.from('"Browser.close"');
-
-/** The id (and session) of a Browser.close command; the substring test keeps JSON.parse off the hot path. */
-function browserClose(data: Buffer): { id: number; sessionId?: string } | undefined {
-  if (!data.includes(BROWSER_CLOSE_METHOD)) return undefined;
-  try {
-    const msg = JSON.parse(data.toString('utf8')) as { id?: unknown; method?: unknown; sessionId?: unknown };
-    if (msg.method !== 'Browser.close' || typeof msg.id !== 'number') return undefined;
-    return { id: msg.id, ...(typeof msg.sessionId === 'string' ? { sessionId: msg.sessionId } : {}) };
-  } catch {
-    return undefined;
-  }
 }

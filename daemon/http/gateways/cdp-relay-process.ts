@@ -7,8 +7,13 @@
  * With the daemon gone (its IPC channel closed), every connection ends and so does this process.
  */
 import type { Socket } from 'node:net';
+import { holdBudget } from '../../lib/websocket-client-frames.js';
+import { websocketLimitsFromEnv } from '../websocket-limits.js';
 import { type CdpConnection, type CdpConnectionEnd, relayCdp } from './cdp-connection.js';
 import type { RelayMessage, RelayReport } from './cdp-relay.js';
+
+/** What the relay holds of its clients' unfinished long commands, all connections together (RBROWSE_WEBSOCKET_BUFFER_BYTES). */
+const hold = holdBudget(websocketLimitsFromEnv(0).bufferBytes);
 
 /** Chromium's side of a connection whose client has not arrived yet. */
 const upstreams = new Map<number, { socket: Socket; head: Uint8Array }>();
@@ -42,7 +47,7 @@ process.on('message', (m: RelayMessage, handle?: Socket) => {
       if (upstream.head.length) handle.write(upstream.head);
       open.set(
         m.id,
-        relayCdp(handle, upstream.socket, Buffer.from(m.head.buffer, m.head.byteOffset, m.head.byteLength), (end, messages) =>
+        relayCdp(handle, upstream.socket, Buffer.from(m.head.buffer, m.head.byteOffset, m.head.byteLength), hold, (end, messages) =>
           ended(m.id, end, messages),
         ),
       );
