@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Multipart } from '@fastify/multipart';
 import Kernel from '@onkernel/sdk';
 import { ZipArchive } from 'archiver';
+import { execa } from 'execa';
 import { appFiles, zipFiles } from '../cli/app-zip.js';
 import { Deployments, imageOf } from '../daemon/apps/deployments.js';
 import { EventLog, sinceTime } from '../daemon/lib/event-log.js';
@@ -235,6 +236,18 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
 
     const env = await invoke(kernel, 'env', { name: 'HOME' });
     assert.deepEqual(env.output, { name: 'HOME', value: '/home/kernel' }, 'a home of its own');
+  });
+
+  test("an app's installed code is its boxes' alone: another local user cannot read it by its path", async () => {
+    const file = join((await imageDir(sdkDeployment))!, 'package.json');
+    const as = (uid: number) => execa('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'cat', file], { reject: false });
+    // Control: the path is right (the daemon's user reads it).
+    assert.match(await readFile(file, 'utf8'), /"name"/);
+    const nobody = await as(65534);
+    assert.notEqual(nobody.exitCode, 0, 'another local user is refused');
+    assert.match(nobody.stderr, /Permission denied/);
+    // Its invocations, users of their own, still read it.
+    assert.equal((await invoke(kernel, 'echo', 'mine')).output, 'mine');
   });
 
   test('browser-title creates a browser through the daemon, reads a page title over CDP and deletes it', async () => {
@@ -531,12 +544,15 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
       `${stop.stdout}\n${stop.stderr}\n${(await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8')).split('\n').slice(-15).join('\n')}`,
     );
     assert.deepEqual(await findMarkedProcesses(d.home), [], 'the stop killed the build');
+    assert.equal(await imageDir(sdkDeployment), undefined, "a running deployment's disk is unmounted at the stop");
     const state = JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
     const rec = state.deployments.find((x: any) => x.id === second.id);
     assert.equal(rec.status, 'failed');
     assert.equal(rec.status_reason, 'the daemon stopped during the deployment');
     const again = await d.cli(['daemon', 'start']);
     d.baseUrl = again.stdout.trim();
+    kernel = new Kernel({ apiKey: d.apiKey, baseURL: d.baseUrl, maxRetries: 0 });
+    assert.deepEqual((await invoke(kernel, 'echo', 'back')).output, 'back', 'its code is back after the start');
   });
 });
 

@@ -152,11 +152,11 @@ export const DISK_LAYOUT = [
   { path: 'home/.cache', mode: 0o700 },
   { path: 'home/.local', mode: 0o700 },
   { path: 'home/.local/share', mode: 0o700 },
-  // Its user's alone, not sticky and open to all: nobody else is in the box, and the disk's
-  // mount point is reachable (0711) by anyone who knows its name.
+  // Its user's alone, not sticky and open to all: nobody else is in the box.
   { path: 'tmp', mode: 0o700 },
   { path: 'tmp/.xdg-runtime', mode: 0o700 },
-  // An app's code (bound at /app by its build; readable by its invocations, which are other users).
+  // An app's code (bound at /app by its build; readable by its invocations, which are other
+  // users of the box, and by no one else on the host: each disk is 0700).
   { path: 'app', mode: 0o755 },
 ];
 
@@ -314,7 +314,7 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
   );
   const self = { uid: process.getuid!(), gid: process.getgid!() };
   const argv = [
-    ...(uids ? ['setpriv', `--reuid=${uids.agent}`, `--regid=${uids.agent}`, '--clear-groups', '--'] : []),
+    ...(uids ? ['setpriv', `--reuid=${uids.agent}`, `--regid=${uids.agent}`, `--groups=${uids.group}`, '--'] : []),
     'bwrap',
     '--args',
     '6',
@@ -337,7 +337,17 @@ export function boxSpec(input: BoxSpecInput): BoxSpec {
     denySetgroups: single,
     cgroupProcs: input.cgroupProcs,
     ...(input.disk.mount && uids
-      ? { disk: { mount: true, dir: input.disk.dir, bytes: limits.diskBytes, uid: uids.user, gid: uids.user, layout: DISK_LAYOUT } }
+      ? {
+          disk: {
+            mount: true,
+            dir: input.disk.dir,
+            bytes: limits.diskBytes,
+            uid: uids.user,
+            gid: uids.user,
+            rootGid: uids.group,
+            layout: DISK_LAYOUT,
+          },
+        }
       : {}),
     ...(input.network.pasta
       ? {

@@ -19,10 +19,11 @@ import { memoryGrantsFromEnv, type MemoryGrants } from './limits.js';
 /** The address a box's resolver is pointed at when the host's own is on loopback (pasta forwards it). */
 const DNS_FORWARD = '169.254.1.53';
 /**
- * Where a root daemon mounts boxes' disks and makes its runtime reachable. bubblewrap runs as the
- * box's own uid and resolves every path it binds as that uid, so these cannot be below the daemon's
- * home (0700, by default under /root): /run/rbrowse is 0711, its entries named after the home and
- * the box, and what is inside each disk is its user's alone (0700).
+ * Where a root daemon mounts boxes' disks and makes its runtime reachable: /run/rbrowse is 0711,
+ * its entries named after the home and the box. Each disk is its box user's alone (0700): the
+ * launcher opens what a box binds and hands bubblewrap the descriptors, so nobody else looks a
+ * disk up by its path, and no other local user reaches a session's files or an app's code,
+ * whatever ids it knows.
  */
 const RUN_DIR = '/run/rbrowse';
 

@@ -74,7 +74,8 @@ const boxes = new Map();
  */
 async function mountDisk(disk) {
   mkdirSync(disk.dir, { recursive: true, mode: 0o700 });
-  await run('mount', ['-t', 'tmpfs', '-o', `size=${disk.bytes},mode=0711,nosuid,nodev,uid=${disk.uid},gid=${disk.gid}`, 'tmpfs', disk.dir]);
+  // The root is its user's and the boxes' group's alone (uids.ts): no other local user reaches a disk.
+  await run('mount', ['-t', 'tmpfs', '-o', `size=${disk.bytes},mode=0710,nosuid,nodev,uid=${disk.uid},gid=${disk.rootGid}`, 'tmpfs', disk.dir]);
   for (const { path, mode } of disk.layout) {
     const full = `${disk.dir}/${path}`;
     mkdirSync(full, { recursive: true });

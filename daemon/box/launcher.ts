@@ -73,8 +73,8 @@ export interface BoxSpec {
   denySetgroups?: boolean;
   /** cgroup.procs files the box's init joins before anything in it runs. */
   cgroupProcs?: string[];
-  /** The box's disk: a tmpfs mounted by the launcher (as root), with its directories. */
-  disk?: { mount: boolean; dir: string; bytes: number; uid: number; gid: number; layout: { path: string; mode: number }[] };
+  /** The box's disk: a tmpfs mounted by the launcher (as root), its root `uid`:`rootGid` 0710, its directories `uid`:`gid`. */
+  disk?: { mount: boolean; dir: string; bytes: number; uid: number; gid: number; rootGid: number; layout: { path: string; mode: number }[] };
   /** The box's user-mode network: pasta, attached to the box's namespaces by pid. */
   pasta?: { command: string; args: string[] };
 }

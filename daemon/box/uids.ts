@@ -6,6 +6,12 @@ import { isAlive, statFields } from '../lib/procs.js';
 export interface BoxUids {
   agent: number;
   user: number;
+  /**
+   * The group every box's agent (and bubblewrap, as it sets the box up) carries beside its own:
+   * the roots of the boxes' disks are their user's and this group's (0710), so bubblewrap reaches
+   * what it binds and no other local user reaches a disk at all. The agent's children drop it.
+   */
+  group: number;
   /** The slot both came from; free() gives it back. */
   slot: number;
 }
@@ -38,11 +44,14 @@ export class UidSlots {
   private readonly mine = new Set<number>();
   private me?: string;
   private next: number;
+  private readonly group: number;
 
   constructor(private readonly base = uidBaseFromEnv()) {
-    if (!Number.isInteger(base) || base < 65536 || base + 2 * SLOTS > 0xfffffffe) {
-      throw new Error(`RBROWSE_UID_BASE must be an integer from 65536 to ${0xfffffffe - 2 * SLOTS}`);
+    if (!Number.isInteger(base) || base < 65536 || base + 2 * SLOTS + 1 > 0xfffffffe) {
+      throw new Error(`RBROWSE_UID_BASE must be an integer from 65536 to ${0xfffffffe - 2 * SLOTS - 1}`);
     }
+    // Just past the slots' uids: a gid as unused as they are.
+    this.group = base + 2 * SLOTS;
     mkdirSync(CLAIMS_DIR, { recursive: true, mode: 0o700 });
     // Daemons start looking in different places, so they rarely race for one slot.
     this.next = Math.floor(Math.random() * SLOTS);
@@ -54,7 +63,7 @@ export class UidSlots {
     if (preferred !== undefined && Number.isInteger(preferred) && preferred >= 0 && preferred < SLOTS && !this.mine.has(preferred)) {
       if (await this.claim(preferred)) {
         this.mine.add(preferred);
-        return { agent: this.base + 2 * preferred, user: this.base + 2 * preferred + 1, slot: preferred };
+        return { agent: this.base + 2 * preferred, user: this.base + 2 * preferred + 1, group: this.group, slot: preferred };
       }
     }
     for (let tried = 0; tried < SLOTS; tried++) {
@@ -63,7 +72,7 @@ export class UidSlots {
       if (this.mine.has(slot)) continue;
       if (await this.claim(slot)) {
         this.mine.add(slot);
-        return { agent: this.base + 2 * slot, user: this.base + 2 * slot + 1, slot };
+        return { agent: this.base + 2 * slot, user: this.base + 2 * slot + 1, group: this.group, slot };
       }
     }
     throw new Error(`all ${SLOTS} uid slots of the range from ${this.base} are taken`);
