@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Kernel, { ConflictError, NotFoundError } from '@onkernel/sdk';
+import { execa } from 'execa';
 import { chromium } from 'playwright';
 import * as tar from 'tar';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
@@ -206,6 +208,59 @@ describe('profiles', { timeout: 600_000 }, () => {
     const b = await startSession({ id: profile.id });
     assert.deepEqual(await readState(b.cdp_ws_url), { cookie: 'orphaned', local: 'orphaned' });
     await endSession(b.session_id);
+    expectStatus(await d.api('DELETE', `/profiles/${profile.id}`), 204, 'delete profile');
+  });
+
+  test('a save that fails after the DELETE is tried again, its changes kept and loads refused meanwhile; a daemon stopped meanwhile saves them at its start', async () => {
+    const profile = await createProfile('failing-save');
+    const a = await startSession({ id: profile.id, save_changes: true });
+    await writeState(a.cdp_ws_url, 'first');
+    await endSession(a.session_id);
+    // The profile's directory made read-only under the daemon (root writes nothing there either):
+    // the DELETE's check of the room passes, the save that follows fails.
+    const dir = join(d.home, 'profiles', profile.id);
+    assert.ok(existsSync(join(dir, 'data.tar')), 'the first save is there');
+    const readOnly = async () => {
+      await execa('mount', ['--bind', dir, dir]);
+      await execa('mount', ['-o', 'remount,bind,ro', dir]);
+    };
+    const writable = () => execa('umount', [dir]);
+    const failures = async () => (await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8')).split('profile save failed; trying again').length - 1;
+
+    const b = await startSession({ id: profile.id, save_changes: true });
+    await writeState(b.cdp_ws_url, 'second');
+    await readOnly();
+    try {
+      expectStatus(await d.api('DELETE', `/browsers/${b.session_id}`), 204, 'delete');
+      sessions.delete(b.session_id);
+      await waitFor(async () => (await failures()) >= 1, 60_000, 'the save to fail');
+      // Meanwhile a load would miss the session's changes: refused, and retryable.
+      const refused = await d.api('POST', '/browsers', { headless: true, profile: { id: profile.id } });
+      assert.equal(refused.status, 503, refused.text);
+      assert.match(refused.body.message, /is not saved yet: its last session's save failed \(EROFS\)/);
+    } finally {
+      await writable();
+    }
+    await tornDown(d, b.session_id, 120_000);
+    const c = await startSession({ id: profile.id, save_changes: true });
+    assert.deepEqual(await readState(c.cdp_ws_url), { cookie: 'second', local: 'second' }, 'saved once it could be');
+
+    await writeState(c.cdp_ws_url, 'third');
+    const before = await failures();
+    await readOnly();
+    try {
+      expectStatus(await d.api('DELETE', `/browsers/${c.session_id}`), 204, 'delete');
+      sessions.delete(c.session_id);
+      await waitFor(async () => (await failures()) > before, 60_000, 'the save to fail again');
+      assert.equal((await d.cli(['daemon', 'stop'])).exitCode, 0);
+    } finally {
+      await writable();
+    }
+    assert.match(await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8'), /profile save left for the next start/);
+    await restartDaemon();
+    const e = await startSession({ id: profile.id });
+    assert.deepEqual(await readState(e.cdp_ws_url), { cookie: 'third', local: 'third' }, 'saved by the next start');
+    await endSession(e.session_id);
     expectStatus(await d.api('DELETE', `/profiles/${profile.id}`), 204, 'delete profile');
   });
 

@@ -71,6 +71,13 @@ const NOTHING: Buffer[] = [];
 /** The refusal past the hold budget. */
 export const HOLD_REFUSED = { code: 1009, reason: 'the daemon holds too many unfinished websocket messages; send smaller ones' };
 
+/** Where one scan is: its input, what it passes on, and where the bytes not yet passed on (or held) start. */
+interface Progress {
+  buf: Buffer;
+  out: Buffer[];
+  from: number;
+}
+
 /** A text message held back until its last byte has come. */
 interface HeldMessage {
   /** Its frames, and any control frames between them, as they came: passed on unchanged. */
@@ -110,35 +117,11 @@ export class ClientFrames<T> {
     if (this.stopped) return { forward: NOTHING };
     const buf = this.held.length ? Buffer.concat([this.held, chunk]) : chunk;
     this.held = EMPTY;
-    const out: Buffer[] = [];
+    // Plain locals and a state object, no closures: a variable a closure captures lives in a
+    // context object, and the loop below reads `pos` on every frame.
+    const at: Progress = { buf, out: [], from: 0 };
+    const out = at.out;
     let pos = 0;
-    /** Where the bytes not yet passed on (or held in `message`) start. */
-    let from = 0;
-    /** The bytes up to `end` go on: into the message held, if one is, else out. False past the budget. */
-    const advance = (end: number): boolean => {
-      if (end <= from) return true;
-      const piece = buf.subarray(from, end);
-      from = end;
-      const m = this.message;
-      if (!m) {
-        out.push(piece);
-        return true;
-      }
-      if (!this.count(m, piece.length)) return false;
-      m.raw.push(piece);
-      return true;
-    };
-    /** The held message has come whole: it goes out unless claimed. */
-    const complete = (): ScanResult<T> | undefined => {
-      const m = this.message!;
-      if (!advance(pos)) return this.stop(out, { kind: 'refuse', ...HOLD_REFUSED });
-      this.messages++;
-      const claim = this.o.inspect(m.text.subarray(0, m.textLength));
-      if (claim !== undefined) return this.stop(out, { kind: 'claimed', value: claim });
-      this.drop();
-      out.push(...m.raw);
-      return undefined;
-    };
     while (pos < buf.length) {
       if (this.remaining > 0) {
         const n = Math.min(this.remaining, buf.length - pos);
@@ -151,7 +134,7 @@ export class ClientFrames<T> {
         pos += n;
         this.remaining -= n;
         if (this.remaining === 0 && m?.data && m.fin) {
-          const stopped = complete();
+          const stopped = this.complete(at, pos);
           if (stopped) return stopped;
         }
         continue;
@@ -160,14 +143,14 @@ export class ClientFrames<T> {
       if (!frame) break;
       const broken = frame.refuse ?? this.check(frame);
       if (broken) {
-        if (!this.message) advance(pos);
+        if (!this.message) this.advance(at, pos);
         return this.stop(out, { kind: 'refuse', ...broken });
       }
       const end = pos + frame.headerLength + frame.length;
       if (frame.opcode === OPCODE.close) {
         if (end > buf.length) break;
         // A message still held never ends now: what came before it, and the close, go on.
-        if (!this.message) advance(pos);
+        if (!this.message) this.advance(at, pos);
         out.push(buf.subarray(pos, end));
         return this.stop(out, { kind: 'close' });
       }
@@ -176,14 +159,14 @@ export class ClientFrames<T> {
         this.messages++;
         const claim = this.o.inspect(unmask(buf, pos + frame.headerLength, frame.length, frame.mask, this.scratch));
         if (claim !== undefined) {
-          advance(pos);
+          this.advance(at, pos);
           return this.stop(out, { kind: 'claimed', value: claim });
         }
         pos = end;
         continue;
       }
       if (frame.opcode === OPCODE.text) {
-        advance(pos);
+        this.advance(at, pos);
         this.message = { raw: [], counted: 0, text: EMPTY, textLength: 0, mask: EMPTY, phase: 0, data: false, fin: false };
       }
       const m = this.message;
@@ -206,14 +189,41 @@ export class ClientFrames<T> {
       pos += frame.headerLength;
       this.remaining = frame.length;
       if (frame.length === 0 && m?.data && m.fin) {
-        const stopped = complete();
+        const stopped = this.complete(at, pos);
         if (stopped) return stopped;
       }
     }
-    if (!advance(pos)) return this.stop(out, { kind: 'refuse', ...HOLD_REFUSED });
+    if (!this.advance(at, pos)) return this.stop(out, { kind: 'refuse', ...HOLD_REFUSED });
     // Copied: a subarray would keep the whole chunk alive for the few bytes held.
     if (pos < buf.length) this.held = Buffer.from(buf.subarray(pos));
     return { forward: out };
+  }
+
+  /** The bytes up to `end` go on: into the message held, if one is, else out. False past the budget. */
+  private advance(at: Progress, end: number): boolean {
+    if (end <= at.from) return true;
+    const piece = at.from === 0 && end === at.buf.length ? at.buf : at.buf.subarray(at.from, end);
+    at.from = end;
+    const m = this.message;
+    if (!m) {
+      at.out.push(piece);
+      return true;
+    }
+    if (!this.count(m, piece.length)) return false;
+    m.raw.push(piece);
+    return true;
+  }
+
+  /** The held message has come whole (its last byte before `end`): it goes out unless claimed. */
+  private complete(at: Progress, end: number): ScanResult<T> | undefined {
+    const m = this.message!;
+    if (!this.advance(at, end)) return this.stop(at.out, { kind: 'refuse', ...HOLD_REFUSED });
+    this.messages++;
+    const claim = this.o.inspect(m.text.subarray(0, m.textLength));
+    if (claim !== undefined) return this.stop(at.out, { kind: 'claimed', value: claim });
+    this.drop();
+    at.out.push(...m.raw);
+    return undefined;
   }
 
   /** What the protocol forbids of this frame here, as ws's Receiver checks a client's frames. */
@@ -336,8 +346,9 @@ function unmaskInto(dest: Buffer, at: number, src: Buffer, start: number, length
   let i = 0;
   for (; (dest.byteOffset + at + i) & 3; i++) dest[at + i]! ^= mask[(phase + i) & 3]!;
   const words = (length - i) >> 2;
-  const k = (n: number) => mask[(phase + i + n) & 3]!;
-  const key = LITTLE_ENDIAN ? k(0) | (k(1) << 8) | (k(2) << 16) | (k(3) << 24) : (k(0) << 24) | (k(1) << 16) | (k(2) << 8) | k(3);
+  const p = phase + i;
+  const [m0, m1, m2, m3] = [mask[p & 3]!, mask[(p + 1) & 3]!, mask[(p + 2) & 3]!, mask[(p + 3) & 3]!];
+  const key = LITTLE_ENDIAN ? m0 | (m1 << 8) | (m2 << 16) | (m3 << 24) : (m0 << 24) | (m1 << 16) | (m2 << 8) | m3;
   const view = new Int32Array(dest.buffer, dest.byteOffset + at + i, words);
   for (let w = 0; w < words; w++) view[w]! ^= key;
   for (i += words * 4; i < length; i++) dest[at + i]! ^= mask[(phase + i) & 3]!;

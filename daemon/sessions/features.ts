@@ -37,8 +37,11 @@ export interface FeatureLaunch {
    * use, a profile about to be saved) is updated before DELETE answers. */
   stopping?(): void;
   /** After Chromium has exited (graceful: it closed by itself on Browser.close), before the session's
-   * directories are removed: where a profile's user data is written back. */
-  closed?(info: { graceful: boolean }): Promise<void>;
+   * directories are removed: where a profile's user data is written back. What cannot be written
+   * by the time `giveUp` is aborted (the daemon stops) is left on the session's disk, which is
+   * kept when this resolves `{ keepDisk: true }`: the record keeps its runtime, and the next
+   * daemon start finishes it as it does a crashed daemon's sessions. */
+  closed?(info: { graceful: boolean; giveUp: AbortSignal }): Promise<{ keepDisk: true } | undefined> | Promise<void>;
   /** Needs what only full Chromium has (extensions, enterprise policies, a real browser's
    * fingerprint): a headless session then runs full Chromium headless, not the headless shell. */
   fullBrowser?: boolean;

@@ -36,7 +36,11 @@ export interface RuntimeDeps {
   /** Whether Chromium can run with its own sandbox inside a box (it needs nested user namespaces). */
   chromiumSandbox: boolean;
   log?: (msg: string, extra?: object) => void;
+  /** Aborted when the daemon stops: what a session's end still tries again (a failing profile save) is left for the next start. */
+  giveUp?: AbortSignal;
 }
+
+const NEVER = new AbortController().signal;
 
 /** The browser's profile directory, inside its box. */
 export const USER_DATA_DIR = `${BOX_USER.home}/user-data`;
@@ -107,7 +111,7 @@ export class LiveSession {
   private fileOps?: FileOps;
   /** The in-session services asked for so far, by kind, in the order they were made. */
   private readonly services = new Map<ServiceKind<SessionService>, SessionService>();
-  private stopping?: Promise<{ graceful: boolean }>;
+  private stopping?: Promise<{ graceful: boolean; keptDisk: boolean }>;
   /** How to disconnect each connected client, by kind. */
   private readonly closers = new Map<() => void, ClientKind>();
   private clientsChanged?: () => void;
@@ -417,8 +421,11 @@ export class LiveSession {
     for (const f of this.features) await f.update?.(body);
   }
 
-  /** Resolves whether Chromium closed by itself on Browser.close (else it had to be killed). */
-  stop(): Promise<{ graceful: boolean }> {
+  /**
+   * Resolves whether Chromium closed by itself on Browser.close (else it had to be killed), and
+   * whether the box's disk was kept for what a feature could not finish (a profile's save).
+   */
+  stop(): Promise<{ graceful: boolean; keptDisk: boolean }> {
     this.stopping ??= (async () => {
       // A restart in place finishes first, so the browser closed below is the one it started.
       await this.restarting;
@@ -431,10 +438,12 @@ export class LiveSession {
         );
       }
       const graceful = await this.chromium.close();
+      let keptDisk = false;
       for (const f of this.features) {
-        await f
-          .closed?.({ graceful })
+        const done = await f
+          .closed?.({ graceful, giveUp: this.deps.giveUp ?? NEVER })
           .catch((err: unknown) => this.deps.log?.('session feature failed at close', { session: this.id, error: String(err) }));
+        if (done?.keepDisk) keptDisk = true;
       }
       const vnc = this.vnc;
       this.vnc = undefined;
@@ -442,9 +451,9 @@ export class LiveSession {
       await this.display?.stop();
       await Promise.allSettled(this.features.map(async (f) => f.release?.()));
       // Whatever is left in the box (its PID namespace, its shared memory, its disk) goes with it.
-      await this.box.stop();
+      await this.box.stop({ keepDisk: keptDisk });
       await removeTree(this.dirs.root);
-      return { graceful };
+      return { graceful, keptDisk };
     })();
     return this.stopping;
   }

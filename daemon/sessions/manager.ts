@@ -76,6 +76,9 @@ export class SessionManager {
   private coldLaunches = 0;
   /** Sessions ended but still stopping their processes (see end()). */
   private readonly teardowns = new Set<Promise<unknown>>();
+  /** Aborted at daemon stop: a teardown stops trying again what fails (a profile's save) and leaves it for the next start. */
+  private readonly giveUp = new AbortController();
+  private readonly runtime: SessionManagerDeps['runtime'];
   private readonly endListeners: ((record: SessionRecord) => void)[] = [];
   /** Where a session's inactivity countdown may start at the earliest; Infinity while suspended. */
   private readonly countdownFrom = new Map<string, number>();
@@ -84,6 +87,7 @@ export class SessionManager {
   private readonly jwts = new Map<string, Jwts>();
 
   constructor(private readonly deps: SessionManagerDeps) {
+    this.runtime = { ...deps.runtime, giveUp: this.giveUp.signal };
     deps.store.collection('sessions');
   }
 
@@ -221,7 +225,7 @@ export class SessionManager {
   async startReady(kind: { headless: boolean; viewport: Viewport }, claim?: LaunchClaim): Promise<LiveSession> {
     const record = this.newRecord(newId(), NO_ORG, { headless: kind.headless }, kind.viewport);
     const release = await this.deps.admission.acquire(NO_ORG.id, { background: true });
-    const session = await LiveSession.start(record, this.deps.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record), {
+    const session = await LiveSession.start(record, this.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record), {
       background: true,
       claim,
     }).finally(release);
@@ -300,7 +304,7 @@ export class SessionManager {
     try {
       if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
       await this.sign(record);
-      const started = LiveSession.start(record, this.deps.runtime, this.featureLaunches(org, body, record), { background: Boolean(opts.pool), box });
+      const started = LiveSession.start(record, this.runtime, this.featureLaunches(org, body, record), { background: Boolean(opts.pool), box });
       // The session's now: a start that fails stops it.
       box = undefined;
       session = await started;
@@ -572,6 +576,7 @@ export class SessionManager {
   /** Ends every live session (daemon stop); each is soft-deleted with the given reason. */
   async endAll(reason: string): Promise<void> {
     this.closing = true;
+    this.giveUp.abort();
     clearInterval(this.timer);
     // Creates already launching finish first, so their browsers are ended too, not orphaned.
     await Promise.allSettled([...this.launching]);
@@ -617,7 +622,13 @@ export class SessionManager {
   /** The background half of end(): the processes stop, then the record forgets where they ran. */
   private async teardown(session: LiveSession, reason: string): Promise<void> {
     try {
-      const { graceful } = await session.stop();
+      const { graceful, keptDisk } = await session.stop();
+      if (keptDisk) {
+        // Its runtime stays on the record: the next start finishes what the disk still holds.
+        this.jwts.delete(session.record.id);
+        this.deps.log('session ended; its disk is kept for the next start', { session: session.id, reason, graceful });
+        return;
+      }
       await this.retire(session.record);
       this.deps.log('session ended', { session: session.id, reason, graceful });
     } catch (err) {

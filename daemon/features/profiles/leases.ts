@@ -9,8 +9,10 @@ import { ConflictError } from '../../../src/errors.js';
 export class ProfileLeases {
   private readonly users = new Map<string, Set<string>>();
   private readonly writers = new Map<string, string>();
-  /** Profile id -> resolves when its ending writer has saved and let go. */
+  /** Profile id -> resolves when its ending writer has saved and let go (or its save failed). */
   private readonly ending = new Map<string, { done: Promise<void>; resolve: () => void }>();
+  /** Profile id -> why its ending writer's save fails, while it tries again. */
+  private readonly failures = new Map<string, string>();
 
   /** Registers a session's use; with write, refuses (409) while another session holds the profile for writing. */
   take(profileId: string, sessionId: string, write: boolean, label: string): { release: () => void; ending: () => void } {
@@ -30,6 +32,7 @@ export class ProfileLeases {
       given = true;
       if (this.writers.get(profileId) === sessionId) {
         this.writers.delete(profileId);
+        this.failures.delete(profileId);
         const end = this.ending.get(profileId);
         this.ending.delete(profileId);
         end?.resolve();
@@ -53,9 +56,24 @@ export class ProfileLeases {
     return { release, ending };
   }
 
-  /** Resolves once no ended session is still saving the profile (at once when none is). */
+  /**
+   * Resolves once no ended session is still saving the profile (at once when none is), or once
+   * its save has failed and is tried again (`failure` then says why): nobody waits on that.
+   */
   async saved(profileId: string): Promise<void> {
-    while (this.ending.has(profileId)) await this.ending.get(profileId)!.done;
+    while (this.ending.has(profileId) && !this.failures.has(profileId)) await this.ending.get(profileId)!.done;
+  }
+
+  /** The ending writer's save failed and will be tried again: those waiting on saved() go on. */
+  failing(profileId: string, reason: string): void {
+    if (!this.ending.has(profileId)) return;
+    this.failures.set(profileId, reason);
+    this.ending.get(profileId)!.resolve();
+  }
+
+  /** Why the profile's last session cannot save it yet, while it tries again. */
+  failure(profileId: string): string | undefined {
+    return this.failures.get(profileId);
   }
 
   /** The sessions using a profile now. */

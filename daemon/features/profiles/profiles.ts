@@ -1,10 +1,11 @@
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pipeline, type Readable } from 'node:stream';
 import { createZstdCompress } from 'node:zlib';
 import type { CreateProfileBody, DownloadProfileQuery, ListProfilesQuery, Profile, UpdateProfileBody } from '../../../src/api/profiles.js';
 import type { CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
-import { BadRequestError, ConflictError, NotFoundError } from '../../../src/errors.js';
+import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../../src/errors.js';
 import { newId } from '../../../src/ids.js';
 import { removeTree } from '../../lib/fs-util.js';
 import type { StorageQuotas } from '../../org/storage.js';
@@ -48,6 +49,10 @@ export interface ProfileDownload {
 type Selection = NonNullable<CreateBrowserBody['profile']>;
 
 const toApi = ({ org_id: _org, ...profile }: ProfileRecord): Profile => profile;
+
+/** How long a failing save waits before each next try. */
+const SAVE_RETRY_MS = [1000, 2000, 5000, 10_000, 30_000, 60_000];
+
 const label = (p: { id?: string; name?: string }) => JSON.stringify(p.name ?? p.id);
 
 /**
@@ -209,6 +214,7 @@ export class Profiles implements SessionFeature {
     // A session that ended a moment ago may still be saving this profile: load what it wrote.
     await this.leases.saved(this.selected(ctx.org, selection).id);
     const profile = this.selected(ctx.org, selection);
+    this.assertSaved(profile);
     const save = selection.save_changes === true;
     // Taken before anything else is awaited: the single-writer rule holds against concurrent creates.
     const { release, ending } = this.leases.take(profile.id, ctx.record.id, save, label(profile));
@@ -240,7 +246,7 @@ export class Profiles implements SessionFeature {
     return {
       release,
       stopping: ending,
-      ...(save ? { closed: ({ graceful }) => this.saveBack(session, files, graceful) } : {}),
+      ...(save ? { closed: ({ graceful, giveUp }) => this.saveUntilDone(session, files, graceful, giveUp) } : {}),
     };
   }
 
@@ -275,6 +281,45 @@ export class Profiles implements SessionFeature {
           }
         }),
     );
+  }
+
+  /** Refuses (503) a load of a profile whose last session's save fails and is tried again: it would miss that session's changes. */
+  private assertSaved(profile: ProfileRecord): void {
+    const failure = this.leases.failure(profile.id);
+    if (!failure) return;
+    throw new ServiceUnavailableError(
+      `profile ${label(profile)} is not saved yet: its last session's save failed (${failure}) and is tried again; try again later`,
+    );
+  }
+
+  /**
+   * saveBack, tried again while it fails (a disk that filled after the DELETE's check, the
+   * profiles' directory unwritable): the session's disk, with its user data, is kept meanwhile,
+   * and loads of the profile are refused (503) rather than given what the session changed not. At
+   * daemon stop it gives up, keeping the disk: the next start saves it.
+   */
+  private async saveUntilDone(
+    session: SessionRecord,
+    files: FileOps,
+    graceful: boolean,
+    giveUp: AbortSignal,
+  ): Promise<{ keepDisk: true } | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.saveBack(session, files, graceful);
+        return undefined;
+      } catch (err) {
+        const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        this.leases.failing(session.profile!.id, reason);
+        const waitMs = SAVE_RETRY_MS[Math.min(attempt, SAVE_RETRY_MS.length - 1)]!;
+        this.deps.log('profile save failed; trying again', { profile: session.profile!.id, session: session.id, error: String(err), in_ms: waitMs });
+        const waited = await sleep(waitMs, true, { signal: giveUp }).catch(() => false);
+        if (!waited) {
+          this.deps.log('profile save left for the next start', { profile: session.profile!.id, session: session.id });
+          return { keepDisk: true };
+        }
+      }
+    }
   }
 
   /** Writes a session's user data back to its profile (packed inside its box), and records on both that it did. */
