@@ -478,12 +478,17 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
       30_000,
       "the box's processes to end",
     );
+    // A helper the teardown runs (an unmount, a cleanup) may come and go meanwhile: what must not
+    // be is a process started then that stays.
     const started = left!.filter((pid) => !running.includes(pid));
-    const commands = await Promise.all(started.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '(gone)')));
+    const staying = async () => (await Promise.all(started.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')))).filter(Boolean);
+    const stayed = await waitFor(async () => ((await staying()).length === 0 ? [] : undefined), 10_000, 'what the delete started to end').catch(
+      async () => staying(),
+    );
     assert.deepEqual(
-      commands.map((c) => c.replaceAll('\0', ' ').trim()),
+      (stayed ?? []).map((c) => c.replaceAll('\0', ' ').trim()),
       [],
-      'nothing new started',
+      'nothing new started that stays',
     );
     const dep = await kernel.deployments.retrieve(created.id);
     assert.equal(dep.status, 'stopped');
