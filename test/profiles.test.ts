@@ -238,6 +238,8 @@ describe('profiles', { timeout: 600_000 }, () => {
       const refused = await d.api('POST', '/browsers', { headless: true, profile: { id: profile.id } });
       assert.equal(refused.status, 503, refused.text);
       assert.match(refused.body.message, /is not saved yet: its last session's save failed \(EROFS\)/);
+      const kept = await d.api('DELETE', `/profiles/${profile.id}`);
+      assert.equal(kept.status, 503, `nor is it deleted: ${kept.text}`);
     } finally {
       await writable();
     }

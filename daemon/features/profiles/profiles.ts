@@ -139,11 +139,12 @@ export class Profiles implements SessionFeature {
     return toApi(record);
   }
 
-  /** Refused (409) while any session, launching or live, uses the profile. */
+  /** Refused (409) while any session, launching or live, uses the profile; 503 while its last save fails and is tried again. */
   async delete(org: OrgRecord, idOrName: string): Promise<void> {
     // Sessions that ended but are still saving it are waited for, not counted as users.
     await this.leases.saved(this.find(org, idOrName).id);
     const record = this.find(org, idOrName);
+    this.assertSaved(record);
     const users = this.leases.sessionsOf(record.id);
     if (users.length) {
       throw new ConflictError(
@@ -283,7 +284,7 @@ export class Profiles implements SessionFeature {
     );
   }
 
-  /** Refuses (503) a load of a profile whose last session's save fails and is tried again: it would miss that session's changes. */
+  /** Refuses (503) what needs a profile saved (a load, a delete) while its last session's save fails and is tried again. */
   private assertSaved(profile: ProfileRecord): void {
     const failure = this.leases.failure(profile.id);
     if (!failure) return;
@@ -295,8 +296,8 @@ export class Profiles implements SessionFeature {
   /**
    * saveBack, tried again while it fails (a disk that filled after the DELETE's check, the
    * profiles' directory unwritable): the session's disk, with its user data, is kept meanwhile,
-   * and loads of the profile are refused (503) rather than given what the session changed not. At
-   * daemon stop it gives up, keeping the disk: the next start saves it.
+   * and loads of the profile are refused (503) rather than given it without the session's changes.
+   * At daemon stop it gives up, keeping the disk: the next start saves it.
    */
   private async saveUntilDone(
     session: SessionRecord,
