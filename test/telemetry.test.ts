@@ -175,6 +175,61 @@ describe('telemetry of a session (events and stream)', () => {
     }
   });
 
+  test('cdp_command events for what a client drives over cdp_ws_url, with its connection id; excluded methods are counted, not reported; platform calls apart', async () => {
+    const b = await env.kernel.browsers.create({
+      headless: true,
+      timeout_seconds: 120,
+      telemetry: {
+        enabled: true,
+        browser: { platform: { enabled: true }, control: { cdp: { excluded_methods: ['Input.dispatchKeyEvent'] } } },
+      } as never,
+    });
+    const config = b.telemetry?.browser as Record<string, { enabled: boolean; cdp?: { excluded_methods: string[] } }>;
+    assert.deepEqual([config.platform?.enabled, config.control?.cdp], [true, { excluded_methods: ['Input.dispatchKeyEvent'] }]);
+    const browser = await chromium.connectOverCDP(b.cdp_ws_url);
+    const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+    await page.goto(`${env.fixtures.url}/hello.html?token=secret-in-url`);
+    await page.mouse.click(5, 5);
+    await page.keyboard.press('Tab');
+    await browser.close();
+    await env.kernel.browsers.process.exec(b.session_id, { command: 'true' });
+    await env.kernel.browsers.computer.captureScreenshot(b.session_id);
+    const all = (await waitFor(
+      async () => {
+        const got = await events(b.session_id, { limit: 1000 });
+        return got.some((e) => e.event.type === 'cdp_disconnect') && got.some((e) => e.event.type === 'api_call') ? got : undefined;
+      },
+      15_000,
+      'the events',
+    ))!;
+    const commands = all.filter((e) => e.event.type === 'cdp_command');
+    const methods = new Set(commands.map((e) => e.event.data!.method));
+    assert.ok(methods.has('Page.navigate') && methods.has('Input.dispatchMouseEvent'), [...methods].join(', '));
+    assert.ok(!methods.has('Input.dispatchKeyEvent'), 'an excluded method gives no event');
+    assert.ok(!methods.has('Runtime.evaluate') && !methods.has('Target.setAutoAttach'), "a client library's own traffic is not reported");
+    const connect = all.find((e) => e.event.type === 'cdp_connect')!;
+    const disconnect = all.find((e) => e.event.type === 'cdp_disconnect')!;
+    for (const c of commands) {
+      assert.equal(c.event.category, 'control');
+      assert.equal(c.event.data!.connection_id, connect.event.data!.connection_id);
+    }
+    assert.equal(disconnect.event.data!.connection_id, connect.event.data!.connection_id);
+    assert.ok(disconnect.event.data!.telemetry_excluded >= 2, `keydown and keyup counted: ${JSON.stringify(disconnect.event.data)}`);
+    const navigate = commands.find((e) => e.event.data!.method === 'Page.navigate')!;
+    assert.equal(navigate.event.data!.url_scheme, 'http');
+    assert.doesNotMatch(JSON.stringify(commands), /secret-in-url|hello\.html/, 'no URL is kept');
+    // Managing the machine is platform; driving the browser is control.
+    const calls = all.filter((e) => e.event.type === 'platform_api_call' || e.event.type === 'api_call');
+    assert.deepEqual(
+      calls.map((e) => [e.event.type, e.event.category, e.event.data!.operation_id]),
+      [
+        ['platform_api_call', 'platform', 'processExec'],
+        ['api_call', 'control', 'computerScreenshot'],
+      ],
+    );
+    await env.kernel.browsers.deleteByID(b.session_id);
+  });
+
   test('connections, API calls, console, network and page events of a session, filtered by category; the stream resumes by Last-Event-ID', async () => {
     const b = await env.kernel.browsers.create({
       headless: true,

@@ -13,15 +13,36 @@ export const TELEMETRY_CATEGORIES = [
   'page',
   'interaction',
   'screenshot',
+  'platform',
 ] as const;
 export type TelemetryCategory = (typeof TELEMETRY_CATEGORIES)[number];
 
 const CategoryConfigSchema = Type.Object({ enabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
+
+/** Kernel's `control.cdp`: which browser-control commands sent over `cdp_ws_url` give no `cdp_command` event. */
+const CdpControlSchema = Type.Object(
+  {
+    excluded_methods: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[A-Z][A-Za-z]*\\.[a-z][A-Za-z]*$', maxLength: 100 }), {
+        maxItems: 100,
+        description: 'CDP methods left out of the cdp_command events (still relayed); [] reports every one again; omitted keeps the current list',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const ControlConfigSchema = Type.Object(
+  { enabled: Type.Optional(Type.Boolean()), cdp: Type.Optional(CdpControlSchema) },
+  { additionalProperties: false },
+);
 const CategoriesSchema = Type.Object(
-  Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, Type.Optional(CategoryConfigSchema)])) as Record<
-    TelemetryCategory,
-    ReturnType<typeof Type.Optional<typeof CategoryConfigSchema>>
-  >,
+  {
+    ...(Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, Type.Optional(CategoryConfigSchema)])) as Record<
+      TelemetryCategory,
+      ReturnType<typeof Type.Optional<typeof CategoryConfigSchema>>
+    >),
+    control: Type.Optional(ControlConfigSchema),
+  },
   { additionalProperties: false },
 );
 
@@ -69,11 +90,15 @@ export const TelemetryConfigSchema = Type.Object({
       }),
     }),
   ),
-  browser: Type.Object(
-    Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, Type.Object({ enabled: Type.Boolean() })])) as unknown as Record<
+  browser: Type.Object({
+    ...(Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, Type.Object({ enabled: Type.Boolean() })])) as unknown as Record<
       TelemetryCategory,
       ReturnType<typeof Type.Object<{ enabled: ReturnType<typeof Type.Boolean> }>>
-    >,
-  ),
+    >),
+    control: Type.Object({
+      enabled: Type.Boolean(),
+      cdp: Type.Optional(Type.Object({ excluded_methods: Type.Array(Type.String()) })),
+    }),
+  }),
 });
 export type TelemetryConfig = Static<typeof TelemetryConfigSchema>;

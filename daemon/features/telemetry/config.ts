@@ -24,6 +24,7 @@ const DEFAULTS: Categories = {
   page: false,
   interaction: false,
   screenshot: false,
+  platform: false,
 };
 
 /** The categories read through the session's CDP monitor. */
@@ -52,7 +53,19 @@ export function resolveCategories(
   return TELEMETRY_CATEGORIES.some((c) => next[c]) ? next : null;
 }
 
+/**
+ * The CDP methods whose commands give no `cdp_command` event: the list a request gives (`[]`
+ * reports every method again), else the current one. Kernel merges it apart from `enabled`, so a
+ * PATCH that only switches categories keeps it.
+ */
+export function resolveExcludedMethods(request: TelemetryRequest | null | undefined, current: readonly string[]): string[] {
+  const given = request?.browser?.control?.cdp?.excluded_methods;
+  return given ? [...new Set(given)] : [...current];
+}
+
 /** The API's view of a session's categories. */
-export function configView(categories: Categories): TelemetryConfig {
-  return { browser: Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, { enabled: categories[c] }])) as TelemetryConfig['browser'] };
+export function configView(categories: Categories, excludedMethods: readonly string[] = []): TelemetryConfig {
+  const browser = Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, { enabled: categories[c] }])) as TelemetryConfig['browser'];
+  if (excludedMethods.length) browser.control = { ...browser.control, cdp: { excluded_methods: [...excludedMethods] } };
+  return { browser };
 }

@@ -30,6 +30,8 @@ export class SessionTelemetry {
   private browser?: DevToolsEndpoint;
   /** Where its events also go (telemetry.export.otlp), if anywhere. */
   private exporter?: OtlpExport;
+  /** CDP methods whose commands give no cdp_command event (telemetry.browser.control.cdp). */
+  excludedMethods: string[] = [];
 
   constructor(
     public categories: Categories | null,

@@ -1,5 +1,11 @@
 import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
-import type { TelemetryEnvelope, TelemetryEventsQuery, TelemetryRequest } from '../../../src/api/telemetry.js';
+import {
+  TELEMETRY_CATEGORIES,
+  type TelemetryConfig,
+  type TelemetryEnvelope,
+  type TelemetryEventsQuery,
+  type TelemetryRequest,
+} from '../../../src/api/telemetry.js';
 import { BadRequestError } from '../../../src/errors.js';
 import type { OrgRecord } from '../../lib/owned-records.js';
 import type { AnsweredRequest } from '../../org/audit/answered-request.js';
@@ -7,10 +13,13 @@ import { EventStream } from '../../lib/sse.js';
 import type { ListPage } from '../../lib/paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../../sessions/features.js';
 import type { SessionRecord } from '../../sessions/record.js';
-import { configView, resolveCategories, type TelemetryEvent } from './config.js';
+import { type Categories, configView, resolveCategories, resolveExcludedMethods, type TelemetryEvent } from './config.js';
 import type { TelemetryArchive } from './archive.js';
 import type { TelemetryDestinations } from './destinations.js';
 import { pageOf, SessionTelemetry } from './session-telemetry.js';
+
+/** Browser-level routes that manage the session's machine rather than drive its browser (Kernel's platform category). */
+const PLATFORM_ROUTE = /^\/browsers\/:id\/(fs|process|replays|logs|extensions)(\/|$)/;
 
 /**
  * Kernel's browser telemetry: a session feature holding each running session's SessionTelemetry,
@@ -43,25 +52,35 @@ export class Telemetry implements SessionFeature {
     }
   }
 
+  /** Whether a session leaves this CDP method out of its cdp_command events (telemetry.browser.control.cdp.excluded_methods). */
+  excludes(sessionId: string, method: string): boolean {
+    const t = this.sessions.get(sessionId);
+    return t?.categories?.control === true && t.excludedMethods.includes(method);
+  }
+
   /** Reports an event of a running session (dropped unless its category is captured). */
   record(sessionId: string, event: Omit<TelemetryEvent, 'ts'> & { ts?: number }): void {
     this.sessions.get(sessionId)?.record({ ts: Date.now() * 1000, ...event });
   }
 
   /**
-   * control/api_call: an answered request of the session's browser-level API (`/browsers/{id}/...`,
-   * telemetry's own reads aside), as Kernel records the calls its in-VM API server handles.
+   * An answered request of the session's browser-level API (`/browsers/{id}/...`, telemetry's own
+   * reads aside), as Kernel records the calls its in-VM API server handles: the ones that drive
+   * the browser (computer, Playwright, curl...) as control/api_call, the ones that manage its
+   * machine (files, processes, replays, logs, extensions) as platform/platform_api_call.
    */
   answered(r: AnsweredRequest, sessionOf: (org: OrgRecord, idOrName: string) => string | undefined): void {
     if (!r.url.startsWith('/browsers/:id/') || r.operationId.startsWith('telemetry')) return;
+    const platform = PLATFORM_ROUTE.test(r.url);
+    const category = platform ? 'platform' : 'control';
     // Every browser-level request passes here: the org's session is looked up only when some
-    // session captures API calls at all.
-    if (![...this.sessions.values()].some((t) => t.categories?.control)) return;
+    // session captures this category at all.
+    if (![...this.sessions.values()].some((t) => t.categories?.[category])) return;
     const id = r.params.id === undefined ? undefined : sessionOf(r.org, r.params.id);
     if (!id) return;
     this.record(id, {
-      type: 'api_call',
-      category: 'control',
+      type: platform ? 'platform_api_call' : 'api_call',
+      category,
       source: { kind: 'kernel_api' },
       data: { operation_id: r.operationId, status: r.status, duration_ms: r.durationMs, request_id: r.requestId },
     });
@@ -80,6 +99,25 @@ export class Telemetry implements SessionFeature {
     if (telemetry) telemetry.follow(stream, from);
     else stream.end();
     return stream;
+  }
+
+  /**
+   * A pool's telemetry, resolved as a session's would be from the same request (on create, or
+   * onto the pool's current one on update): what the pool shows and gives its browsers.
+   */
+  resolveFor(org: OrgRecord, request: TelemetryRequest | null | undefined, current: TelemetryConfig | undefined, mode: 'create' | 'update') {
+    const currentCategories = current
+      ? (Object.fromEntries(TELEMETRY_CATEGORIES.map((c) => [c, current.browser[c]?.enabled === true])) as Categories)
+      : null;
+    const categories = resolveCategories(request, currentCategories, mode);
+    if (!categories) return undefined;
+    const currentExcluded = current?.browser.control.cdp?.excluded_methods ?? [];
+    const wanted = this.exportWanted(org, request, true);
+    const destination = wanted === undefined ? (current?.export?.otlp.enabled ? current.export.otlp.destination : undefined) : wanted;
+    return {
+      ...configView(categories, resolveExcludedMethods(request, currentExcluded)),
+      export: { otlp: { enabled: Boolean(destination), ...(destination ? { destination } : {}) } },
+    };
   }
 
   // --- SessionFeature ---
@@ -144,6 +182,7 @@ export class Telemetry implements SessionFeature {
   async launch(ctx: LaunchContext): Promise<FeatureLaunch> {
     const categories = resolveCategories(ctx.body.telemetry, undefined, 'create');
     const telemetry = new SessionTelemetry(categories, this.log);
+    telemetry.excludedMethods = resolveExcludedMethods(ctx.body.telemetry, []);
     this.sessions.set(ctx.record.id, telemetry);
     const id = ctx.record.id;
     await this.applyExport(id, telemetry, this.exportAtLaunch(ctx, categories !== null));
@@ -151,6 +190,7 @@ export class Telemetry implements SessionFeature {
       started: ({ browser }) => telemetry.browserStarted(browser),
       update: async (patch) => {
         if (patch.telemetry === undefined) return;
+        telemetry.excludedMethods = resolveExcludedMethods(patch.telemetry, telemetry.excludedMethods);
         await telemetry.reconfigure(resolveCategories(patch.telemetry, telemetry.categories, 'update'));
         await this.applyExport(id, telemetry, telemetry.categories ? this.exportWanted(ctx.org, patch.telemetry, true) : null);
       },
@@ -165,6 +205,7 @@ export class Telemetry implements SessionFeature {
     const telemetry = this.sessions.get(ctx.record.id);
     if (!telemetry) return undefined;
     const categories = resolveCategories(ctx.body.telemetry, undefined, 'create');
+    telemetry.excludedMethods = resolveExcludedMethods(ctx.body.telemetry, []);
     await telemetry.reconfigure(categories);
     await this.applyExport(ctx.record.id, telemetry, this.exportAtLaunch(ctx, categories !== null));
     return undefined;
@@ -183,7 +224,10 @@ export class Telemetry implements SessionFeature {
     if (!categories || record.deleted_at) return {};
     const destination = telemetry.exportDestination;
     return {
-      telemetry: { ...configView(categories), export: { otlp: { enabled: destination !== undefined, ...(destination ? { destination } : {}) } } },
+      telemetry: {
+        ...configView(categories, telemetry.excludedMethods),
+        export: { otlp: { enabled: destination !== undefined, ...(destination ? { destination } : {}) } },
+      },
     };
   }
 }

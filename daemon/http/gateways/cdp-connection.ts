@@ -3,6 +3,7 @@ import * as ws from 'ws';
 import { ClientFrames, HOLD_REFUSED, type HoldBudget } from '../../lib/websocket-client-frames.js';
 import { MAX_CLIENT_MESSAGE, TOO_BIG } from '../websocket-limits.js';
 import { closingCommand } from './browser-close.js';
+import { type CdpCommandData, controlMethod, describeCommand } from './cdp-commands.js';
 
 /** ws's frame writer: exported by ws, untyped in @types/ws. */
 interface WsFraming {
@@ -39,7 +40,8 @@ export interface CdpConnection {
  * framed, padded, escaped or wrapped, ends just this connection, never the session
  * (browser-close.ts), and a message past Chromium's limit is refused (1009) before its bytes are.
  * A text message longer than `INSPECT_IN_PLACE` or in fragments is held until it is whole, within
- * `hold`, the relay's budget. `closed` is told once, with the client's message count.
+ * `hold`, the relay's budget. `closed` is told once, with the client's message count;
+ * `command`, of each browser-control command the client sends (cdp-commands.ts).
  */
 export function relayCdp(
   client: Socket,
@@ -47,12 +49,22 @@ export function relayCdp(
   head: Buffer,
   hold: HoldBudget,
   closed: (end: CdpConnectionEnd, messages: number) => void,
+  command?: (data: CdpCommandData) => void,
 ): CdpConnection {
   let done = false;
   let clientClosing = false;
   /** Set once the client was refused (1009, 1002): the bytes that end the connection. */
   let refusal: ((tail: Buffer) => Buffer) | undefined;
-  const frames = new ClientFrames({ maxMessage: MAX_CLIENT_MESSAGE, inspectUpTo: INSPECT_IN_PLACE, inspect: closingCommand, hold });
+  // The text may be a scratch buffer the next message overwrites: it is read here and now.
+  const inspect = command
+    ? (text: Buffer) => {
+        const method = controlMethod(text);
+        const data = method && describeCommand(text, method);
+        if (data) command(data);
+        return closingCommand(text);
+      }
+    : closingCommand;
+  const frames = new ClientFrames({ maxMessage: MAX_CLIENT_MESSAGE, inspectUpTo: INSPECT_IN_PLACE, inspect, hold });
   const closeBoth = (end: CdpConnectionEnd = 'client_close') => {
     if (done) return;
     done = true;

@@ -47,8 +47,13 @@ process.on('message', (m: RelayMessage, handle?: Socket) => {
       if (upstream.head.length) handle.write(upstream.head);
       open.set(
         m.id,
-        relayCdp(handle, upstream.socket, Buffer.from(m.head.buffer, m.head.byteOffset, m.head.byteLength), hold, (end, messages) =>
-          ended(m.id, end, messages),
+        relayCdp(
+          handle,
+          upstream.socket,
+          Buffer.from(m.head.buffer, m.head.byteOffset, m.head.byteLength),
+          hold,
+          (end, messages) => ended(m.id, end, messages),
+          m.commands ? (data) => report({ op: 'command', id: m.id, data }) : undefined,
         ),
       );
       return;

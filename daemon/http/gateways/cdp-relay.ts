@@ -1,17 +1,21 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { CdpCommandData } from './cdp-commands.js';
 import type { CdpConnectionEnd } from './cdp-connection.js';
 
 /** The daemon's messages to the relay process; a socket rides with `upstream` and `client`. */
 export type RelayMessage =
   /** Chromium's side, its handshake done; `head`: what Chromium sent past its 101. */
   | { op: 'upstream'; id: number; head: Uint8Array }
-  /** The client's side, to be answered with `accept`; `head`: what the client sent past its handshake. */
-  | { op: 'client'; id: number; head: Uint8Array; accept: string }
+  /** The client's side, to be answered with `accept`; `head`: what the client sent past its handshake; `commands`: report its control commands. */
+  | { op: 'client'; id: number; head: Uint8Array; accept: string; commands: boolean }
   | { op: 'cut'; id: number };
 
-export type RelayReport = { op: 'closed'; id: number; end: CdpConnectionEnd; messages: number };
+export type RelayReport =
+  | { op: 'closed'; id: number; end: CdpConnectionEnd; messages: number }
+  /** A browser-control command the client sent (telemetry's cdp_command). */
+  | { op: 'command'; id: number; data: CdpCommandData };
 
 export interface HandOver {
   /** The client's socket as the HTTP server's upgrade left it, and what it sent past its handshake. */
@@ -44,7 +48,10 @@ const RELAY_SCRIPT = fileURLToPath(new URL('./cdp-relay.js', import.meta.url));
 export class CdpRelay {
   private helper?: ChildProcess;
   private next = 0;
-  private readonly open = new Map<number, { client: Socket; closed: (end: CdpConnectionEnd, messages: number) => void; cut?: boolean }>();
+  private readonly open = new Map<
+    number,
+    { client: Socket; closed: (end: CdpConnectionEnd, messages: number) => void; command?: (data: CdpCommandData) => void; cut?: boolean }
+  >();
   private closed = false;
 
   constructor(private readonly opts: { log?: (msg: string, extra?: object) => void }) {}
@@ -61,9 +68,10 @@ export class CdpRelay {
 
   /**
    * Hands a connection over; `closed` is told once when it ends. The sockets are the relay's from
-   * here: nothing of the daemon may read or write them. Returns the connection's cut.
+   * here: nothing of the daemon may read or write them. `command` hears of each browser-control
+   * command the client sends. Returns the connection's cut.
    */
-  hand(c: HandOver, closed: (end: CdpConnectionEnd, messages: number) => void): () => void {
+  hand(c: HandOver, closed: (end: CdpConnectionEnd, messages: number) => void, command?: (data: CdpCommandData) => void): () => void {
     const helper = this.closed ? undefined : this.ensureHelper();
     if (!helper?.connected) {
       // Stopping, or the relay just died ('exit' starts the next): the connection ends here.
@@ -73,7 +81,7 @@ export class CdpRelay {
       return () => {};
     }
     const id = ++this.next;
-    this.open.set(id, { client: c.client, closed });
+    this.open.set(id, { client: c.client, closed, ...(command ? { command } : {}) });
     // Whatever either socket read past its handshake before now goes along: nothing more can be
     // on its way (a client sends nothing before the 101 it has not got yet, nor Chromium before a command).
     // The channel is open, so a send that fails failed writing (the relay died under it): Node has
@@ -83,7 +91,12 @@ export class CdpRelay {
       if (err) this.ended(id, 'upstream_error', 0);
     };
     helper.send({ op: 'upstream', id, head: withBuffered(c.upstream, c.upstreamHead) } satisfies RelayMessage, c.upstream, {}, failed);
-    helper.send({ op: 'client', id, head: withBuffered(c.client, c.head), accept: c.accept } satisfies RelayMessage, c.client, {}, failed);
+    helper.send(
+      { op: 'client', id, head: withBuffered(c.client, c.head), accept: c.accept, commands: command !== undefined } satisfies RelayMessage,
+      c.client,
+      {},
+      failed,
+    );
     return () => {
       const open = this.open.get(id);
       if (!open || open.cut) return;
@@ -118,6 +131,7 @@ export class CdpRelay {
     });
     helper.on('message', (m: RelayReport) => {
       if (m.op === 'closed') this.ended(m.id, m.end, m.messages);
+      else if (m.op === 'command') this.open.get(m.id)?.command?.(m.data);
     });
     helper.once('exit', (code, signal) => {
       if (this.helper === helper) this.helper = undefined;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -12,7 +13,7 @@ import { CDP_PATH } from '../../sessions/gateway-paths.js';
 
 export interface GatewayDeps {
   sessions: SessionManager;
-  telemetry: Pick<Telemetry, 'record'>;
+  telemetry: Pick<Telemetry, 'record' | 'excludes'>;
   limits: WebsocketLimits;
   origins: OriginCheck;
   relay: Pick<CdpRelay, 'hand'>;
@@ -67,22 +68,41 @@ export class CdpGateway {
 
   private relay(session: LiveSession, handOver: HandOver, admitted: () => void): void {
     const opened = Date.now();
-    this.deps.telemetry.record(session.id, { type: 'cdp_connect', category: 'connection', source: { kind: 'kernel_api' } });
+    // Kernel's connection_id: ties a connection's cdp_connect, cdp_command and cdp_disconnect events together.
+    const connection_id = randomUUID();
+    const { telemetry } = this.deps;
+    telemetry.record(session.id, { type: 'cdp_connect', category: 'connection', source: { kind: 'kernel_api' }, data: { connection_id } });
     let cut = () => {};
+    let excluded = 0;
     // Cut by the daemon: the session ended, or its browser restarted in place.
     const release = session.hold('cdp', () => cut());
-    cut = this.deps.relay.hand(handOver, (end, messages) => {
-      release();
-      admitted();
-      const reason = end === 'client_close' ? end : session.isStopping ? 'context_cancelled' : end === 'cut' ? 'upstream_changed' : 'upstream_error';
-      this.deps.telemetry.record(session.id, {
-        type: 'cdp_disconnect',
-        category: 'connection',
-        source: { kind: 'kernel_api' },
-        // message_count: the client's messages (the browser's reach it spliced, unparsed).
-        data: { duration_ms: Date.now() - opened, message_count: messages, reason },
-      });
-    });
+    cut = this.deps.relay.hand(
+      handOver,
+      (end, messages) => {
+        release();
+        admitted();
+        const reason =
+          end === 'client_close' ? end : session.isStopping ? 'context_cancelled' : end === 'cut' ? 'upstream_changed' : 'upstream_error';
+        telemetry.record(session.id, {
+          type: 'cdp_disconnect',
+          category: 'connection',
+          source: { kind: 'kernel_api' },
+          // message_count: the client's messages (the browser's reach it spliced, unparsed).
+          data: { connection_id, duration_ms: Date.now() - opened, message_count: messages, reason, telemetry_excluded: excluded },
+        });
+      },
+      (data) => {
+        // Excluded methods (telemetry.browser.control.cdp.excluded_methods) are relayed all the same, only counted.
+        if (telemetry.excludes(session.id, data.method)) excluded++;
+        else
+          telemetry.record(session.id, {
+            type: 'cdp_command',
+            category: 'control',
+            source: { kind: 'kernel_api' },
+            data: { ...data, connection_id },
+          });
+      },
+    );
   }
 }
 
