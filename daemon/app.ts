@@ -304,7 +304,9 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
       const profileId = config.profile && profiles.resolvedId(org, config.profile);
       return { extension_ids: extensions.resolvedIds(org, config.extensions ?? []), ...(profileId ? { profile_id: profileId } : {}) };
     },
+    resolveTelemetry: (org, request, current, mode) => telemetry.resolveFor(org, request, current, mode),
   });
+  profiles.onSaved((orgId, profileId) => void pools.profileSaved(orgId, profileId));
   const authConnections = new AuthConnections({
     store,
     sessions,

@@ -251,9 +251,9 @@ describe('rbrowse CLI', () => {
     const r = await cli(['doctor']);
     assertOk(r, 'doctor');
     const got = lines(out(r));
-    // After the packages: the build headless sessions run, what boxes have here (namespaces, users, network, Chromium's own sandbox, the totals, each limit), whether the state parses; then node.
+    // After the packages: the build headless sessions run, whether sessions can have a GPU, what boxes have here (namespaces, users, network, Chromium's own sandbox, the totals, each limit), whether the state parses; then node.
     const boxes = ['namespaces', 'users', 'network', 'chromium-sandbox', 'limits total', 'limit memory', 'limit pids', 'limit shm', 'limit disk'];
-    const names = [...SYSTEM_DEPS.map((d) => d.name), 'headless', ...boxes, 'state', 'node'];
+    const names = [...SYSTEM_DEPS.map((d) => d.name), 'headless', 'gpu', ...boxes, 'state', 'node'];
     const width = Math.max(...names.map((n) => n.length));
     assert.equal(got.length, names.length, out(r));
     names.forEach((name, i) => {

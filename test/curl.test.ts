@@ -100,7 +100,7 @@ describe('browser curl', () => {
 
   test("browsers.fetch(): the raw form through base_url, as the SDK routes it; the target's status, headers and body pass through", async () => {
     const session = await kernel.browsers.retrieve(id);
-    assert.equal(session.base_url, `${d.baseUrl}/browser`);
+    assert.equal(session.base_url, `${d.baseUrl}/browser/${id}`);
     const res = await kernel.browsers.fetch(id, `${fixtures.url}/echo-request`, {
       method: 'POST',
       headers: { 'content-type': 'text/plain', 'x-raw': 'yes' },

@@ -128,7 +128,9 @@ describe('browser pools', () => {
       [{}, 400, 'size'],
       [{ size: 0 }, 400, 'size'],
       [{ size: 2, sizee: 3 }, 400, 'sizee'],
-      [{ size: 2, fill_rate_per_minute: 0 }, 400, 'fill_rate_per_minute'],
+      [{ size: 2, fill_rate_per_minute: -1 }, 400, 'fill_rate_per_minute'],
+      [{ size: 2, region: 'mars' }, 400, 'region'],
+      [{ size: 2, network: { private_hosts: 'not-a-list' } }, 400, 'network'],
       [{ size: 2, timeout_seconds: 5 }, 400, 'timeout_seconds'],
       [{ size: 2, viewport: { width: 1000, height: 700 } }, 400, 'viewport'],
       [{ size: 2, proxy_id: 'nope' }, 404, 'proxy'],
@@ -253,6 +255,139 @@ describe('browser pools', () => {
     assert.equal(notPooled.status, 409, notPooled.text);
     await d.api('DELETE', `/browsers/${other.body.session_id}`);
     await assertSdkError(ConflictError, () => kernel.browserPools.release(pool.id, { session_id: fresh.session_id }));
+  });
+
+  test("Kernel's newer pool fields: region (and its list filter), network, telemetry, refresh_on_profile_update; fill rate 0 launches nothing", async () => {
+    const telemetry = { browser: { console: { enabled: true }, control: { cdp: { excluded_methods: ['Input.dispatchMouseEvent'] } } } };
+    const pool = await createPool({
+      name: 'fields',
+      size: 1,
+      region: 'eu-west',
+      network: { private_hosts: ['10.0.0.0/8'] },
+      telemetry,
+    });
+    assert.equal(pool.region, 'eu-west');
+    const config = pool.browser_pool_config;
+    assert.deepEqual([config.region, config.network], ['eu-west', { private_hosts: ['10.0.0.0/8'] }]);
+    assert.equal(config.refresh_on_profile_update, undefined, 'the setting goes with a profile');
+    assert.deepEqual(
+      [config.telemetry.browser.console.enabled, config.telemetry.browser.control.enabled, config.telemetry.browser.page.enabled],
+      [true, true, false],
+    );
+    assert.deepEqual(config.telemetry.browser.control.cdp, { excluded_methods: ['Input.dispatchMouseEvent'] });
+    // Its browsers are made with them.
+    await settle(pool.id, 1, 0);
+    const [browser] = await poolSessions(pool.id);
+    assert.deepEqual(
+      [browser.region, browser.network, browser.telemetry?.browser?.console?.enabled],
+      ['eu-west', { private_hosts: ['10.0.0.0/8'] }, true],
+    );
+    // Region filters: sessions and pools.
+    assert.ok((await d.api('GET', '/browsers?region=eu-west')).body.some((b: any) => b.session_id === browser.session_id));
+    assert.ok(!(await d.api('GET', '/browsers?region=us-east')).body.some((b: any) => b.session_id === browser.session_id));
+    assert.deepEqual(
+      (await d.api('GET', '/browser_pools?region=eu-west')).body.map((p: any) => p.id),
+      [pool.id],
+    );
+    assert.deepEqual((await d.api('GET', '/browser_pools?region=us-east')).body, []);
+    // An update switches telemetry off for browsers warmed from now on; the region is fixed.
+    const off = await d.api('PATCH', `/browser_pools/${pool.id}`, { telemetry: { enabled: false } });
+    assert.equal(off.status, 200, off.text);
+    assert.equal(off.body.browser_pool_config.telemetry, undefined);
+    assert.equal((await d.api('PATCH', `/browser_pools/${pool.id}`, { region: 'us-east' })).status, 400);
+
+    // A profile given: refreshes by default, and the setting can be turned off.
+    await kernel.profiles.create({ name: 'pool-fields-profile' });
+    const withProfile = await createPool({ size: 1, fill_rate_per_minute: 0, profile: { name: 'pool-fields-profile' } });
+    assert.equal(withProfile.browser_pool_config.refresh_on_profile_update, true);
+    const turnedOff = await d.api('PATCH', `/browser_pools/${withProfile.id}`, { refresh_on_profile_update: false });
+    assert.equal(turnedOff.body.browser_pool_config.refresh_on_profile_update, false);
+    // Rate 0: nothing is launched, and an acquire with no wait of its own is answered, not left hanging.
+    assert.equal(withProfile.browser_pool_config.fill_rate_per_minute, 0);
+    await sleep(1500);
+    assert.equal((await getPool(withProfile.id)).available_count, 0);
+    assert.deepEqual(await poolSessions(withProfile.id), []);
+    assert.equal((await acquire(withProfile.id, { acquire_timeout_seconds: 1 })).status, 204);
+    // Raised, it fills.
+    assert.equal((await d.api('PATCH', `/browser_pools/${withProfile.id}`, { fill_rate_per_minute: 6000 })).status, 200);
+    await settle(withProfile.id, 1, 0);
+    assert.equal((await d.api('DELETE', `/browser_pools/${withProfile.id}`, { force: true })).status, 204);
+    await waitFor(async () => (await d.api('DELETE', '/profiles/pool-fields-profile')).status === 204, 30_000, 'the profile to be free');
+  });
+
+  test('refresh_on_profile_update: a save of the profile replaces idle browsers of pools that refresh, not of the others', async () => {
+    await kernel.profiles.create({ name: 'pool-refresh' });
+    const refreshing = await createPool({ size: 1, profile: { name: 'pool-refresh' } });
+    const keeping = await createPool({ size: 1, profile: { name: 'pool-refresh' }, refresh_on_profile_update: false });
+    await settle(refreshing.id, 1, 0);
+    await settle(keeping.id, 1, 0);
+    const [before] = await poolSessions(refreshing.id);
+    const [kept] = await poolSessions(keeping.id);
+    // A session writes the profile back as it ends.
+    const writer = await d.api('POST', '/browsers', { headless: true, profile: { name: 'pool-refresh', save_changes: true } });
+    assert.equal(writer.status, 200, writer.text);
+    assert.equal(writer.body.profile_save_changes, true);
+    assert.equal((await d.api('DELETE', `/browsers/${writer.body.session_id}`)).status, 204);
+    await waitFor(
+      async () => {
+        const [now] = await poolSessions(refreshing.id);
+        return now && now.session_id !== before.session_id && (await getPool(refreshing.id)).available_count === 1;
+      },
+      120_000,
+      'the refreshing pool to replace its idle browser',
+    );
+    const ended = await d.api('GET', `/browsers/${before.session_id}?include_deleted=true`);
+    assert.ok(ended.body.deleted_at, 'the old idle browser ended');
+    // Control: the pool that does not refresh keeps its idle browser.
+    assert.deepEqual(
+      (await poolSessions(keeping.id)).map((s) => s.session_id),
+      [kept.session_id],
+    );
+    for (const id of [refreshing.id, keeping.id]) await d.api('DELETE', `/browser_pools/${id}`, { force: true });
+    await waitFor(async () => (await d.api('DELETE', '/profiles/pool-refresh')).status === 204, 30_000, 'the profile to be free');
+  });
+
+  test("acquire with start_url opens it in the leased browser; acquire telemetry is the lease's, and the pool's again once released", async () => {
+    const pool = await createPool({ size: 1 });
+    await settle(pool.id, 1, 0);
+    const page = `data:text/html,${encodeURIComponent('<title>acquired</title>')}`;
+    const leased = await acquire(pool.id, { start_url: page, telemetry: { enabled: true } });
+    assert.equal(leased.status, 200, leased.text);
+    assert.equal(leased.body.telemetry?.browser?.control?.enabled, true);
+    const browser = await chromium.connectOverCDP(leased.body.cdp_ws_url);
+    try {
+      const [tab] = browser.contexts()[0]!.pages();
+      await waitFor(async () => (await tab!.title()) === 'acquired', 10_000, 'the start_url to open');
+    } finally {
+      await browser.close();
+    }
+    assert.equal((await release(pool.id, { session_id: leased.body.session_id })).status, 204);
+    await settle(pool.id, 1, 0);
+    const again = await acquire(pool.id);
+    assert.equal(again.body.session_id, leased.body.session_id);
+    assert.equal(again.body.telemetry ?? null, null, "the pool's telemetry (none) again");
+  });
+
+  test('deleting a pool whose browser is still launching cancels the launch and leaves nothing', async () => {
+    const pool = await d.api('POST', '/browser_pools', { ...FAST, size: 1 });
+    assert.equal(pool.status, 200, pool.text);
+    // At once: its first browser is launching.
+    const deleted = await d.api('DELETE', `/browser_pools/${pool.body.id}`);
+    assert.equal(deleted.status, 204, deleted.text);
+    // The cancelled launch never became a session, and nothing of it is left running (the daemon's
+    // own box launcher aside).
+    const boxProcesses = async () => {
+      const pids = await findMarkedProcesses(d.home);
+      const cmdlines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+      return cmdlines.filter((c) => c && !c.includes('launcher.mjs'));
+    };
+    await waitFor(async () => (await boxProcesses()).length === 0, 30_000, 'the cancelled launch to leave nothing');
+    const all = (await d.api('GET', '/browsers?status=all&limit=100')).body as any[];
+    assert.deepEqual(
+      all.filter((s) => s.pool?.id === pool.body.id),
+      [],
+    );
+    assert.equal((await d.api('GET', `/browser_pools/${pool.body.id}`)).status, 404);
   });
 
   test('concurrent acquirers never share a browser and are served first come, first served', async () => {

@@ -1,7 +1,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Kernel, { APIError, BadRequestError, NotFoundError } from '@onkernel/sdk';
-import { startTestDaemon, type TestDaemon, sansUsage } from './helpers/daemon.js';
+import { startTestDaemon, type TestDaemon, sansUsage, waitFor } from './helpers/daemon.js';
 
 const ID_RE = /^[a-z0-9]{24}$/;
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -238,7 +238,7 @@ describe('@onkernel/sdk against the daemon', () => {
       // They went to base_url, not to /browsers/{id}.
       const viaBase = seen.filter((u) => u.startsWith(`${b.base_url}/`));
       assert.ok(
-        viaBase.some((u) => u.includes('/browser/process/exec?')) && viaBase.some((u) => u.includes('/browser/fs/read_file?')),
+        viaBase.some((u) => u.startsWith(`${b.base_url}/process/exec?`)) && viaBase.some((u) => u.startsWith(`${b.base_url}/fs/read_file?`)),
         seen.join('\n'),
       );
       // A jwt is the only key there: none, a wrong one, or another session's gets nothing.
@@ -251,8 +251,16 @@ describe('@onkernel/sdk against the daemon', () => {
         headers: { authorization: `Bearer ${daemon.apiKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ command: 'sh', args: ['-c', 'echo theirs > /tmp/r.txt'] }),
       });
-      const theirs = await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt&jwt=${otherJwt}`);
-      assert.equal(await theirs.text(), 'theirs\n', 'a jwt reaches its own session only, whatever base_url it is sent to');
+      // Each session has a base_url of its own: another session's jwt finds nothing at this one...
+      assert.notEqual(other.base_url, b.base_url);
+      const atMine = await fetch(`${b.base_url}/fs/read_file?path=/tmp/r.txt&jwt=${otherJwt}`);
+      assert.equal(atMine.status, 404, await atMine.text());
+      // ...and reaches its own session at its own base_url, and at the shared one of old.
+      assert.equal(await (await fetch(`${other.base_url}/fs/read_file?path=/tmp/r.txt&jwt=${otherJwt}`)).text(), 'theirs\n');
+      const shared = await fetch(`${daemon.baseUrl}/browser/fs/read_file?path=/tmp/r.txt&jwt=${otherJwt}`);
+      assert.equal(await shared.text(), 'theirs\n', 'the shared base_url still answers, for the session the jwt names');
+      const mine = new URL(b.cdp_ws_url).searchParams.get('jwt')!;
+      assert.equal(await (await fetch(`${daemon.baseUrl}/browser/fs/read_file?path=/tmp/r.txt&jwt=${mine}`)).text(), 'routed\n');
       await kernel.browsers.deleteByID(other.session_id);
     } finally {
       await kernel.browsers.deleteByID(b.session_id);
@@ -287,5 +295,36 @@ describe('@onkernel/sdk against the daemon', () => {
     async function readMax(g: string) {
       return (await import('node:fs/promises')).readFile(`${g}/memory.max`, 'utf8').catch(() => '');
     }
+  });
+
+  test('gpu: false is what every session has; true is a 400 saying why; list query finds a session by its profile; profile_save_changes', async () => {
+    const plain = await kernel.browsers.create({ headless: true, gpu: false } as never);
+    try {
+      assert.equal((plain as { gpu?: boolean }).gpu, false);
+      assert.equal((plain as { profile_save_changes?: boolean }).profile_save_changes, undefined, 'absent without a profile');
+    } finally {
+      await kernel.browsers.deleteByID(plain.session_id);
+    }
+    const headlessGpu = await daemon.api('POST', '/browsers', { headless: true, gpu: true });
+    assert.equal(headlessGpu.status, 400, headlessGpu.text);
+    assert.match(headlessGpu.body.message, /gpu: GPU acceleration is for headful sessions only/);
+    const gpu = await daemon.api('POST', '/browsers', { headless: false, gpu: true });
+    assert.equal(gpu.status, 400, gpu.text);
+    assert.match(gpu.body.message, /gpu: (this machine has no GPU|this daemon does not pass a GPU)/);
+
+    await kernel.profiles.create({ name: 'Findable-Profile' });
+    const reader = await kernel.browsers.create({ headless: true, profile: { name: 'Findable-Profile' } });
+    try {
+      assert.equal((reader as { profile_save_changes?: boolean }).profile_save_changes, false);
+      for (const query of ['findable-profile', 'Findable', reader.profile!.id]) {
+        const found = (await daemon.api('GET', `/browsers?query=${encodeURIComponent(query)}`)).body.map((b: { session_id: string }) => b.session_id);
+        assert.deepEqual(found, [reader.session_id], `query ${query}`);
+      }
+      // Control: a query that matches nothing of it finds nothing.
+      assert.deepEqual((await daemon.api('GET', '/browsers?query=unfindable')).body, []);
+    } finally {
+      await kernel.browsers.deleteByID(reader.session_id);
+    }
+    await waitFor(async () => (await daemon.api('DELETE', '/profiles/Findable-Profile')).status === 204, 30_000, 'the profile to be free');
   });
 });

@@ -1,3 +1,4 @@
+import { gpuRefusal, gpuRenderNodes } from '../../src/gpu.js';
 import { authConnectionsCommand } from './auth-connections.js';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -317,6 +318,16 @@ function headlessCheck(): Check {
   }
 }
 
+/** Whether sessions can have GPU acceleration (`gpu: true`): never needed, so never missing. */
+function gpuCheck(): Check {
+  const nodes = gpuRenderNodes();
+  return {
+    name: 'gpu',
+    state: 'ok',
+    detail: `${nodes.length ? `render nodes ${nodes.join(', ')}` : 'none'}: gpu: true is refused (${gpuRefusal(nodes)})`,
+  };
+}
+
 /** Everything the daemon needs from this machine, as ✓ / ✗ / ! checks. */
 async function doctorChecks(): Promise<Check[]> {
   const checks: Check[] = checkSystemDeps().map(({ dep, path }) =>
@@ -324,7 +335,7 @@ async function doctorChecks(): Promise<Check[]> {
       ? { name: dep.name, state: 'ok', detail: path }
       : { name: dep.name, state: 'missing', detail: `needed for ${dep.why}`, fix: installCommand([dep]) },
   );
-  checks.push(headlessCheck());
+  checks.push(headlessCheck(), gpuCheck());
   if (checks.some((c) => c.name === 'bwrap' && c.state === 'ok')) checks.push(...(await boxChecks()));
   checks.push(stateCheck());
   const nodeOk = Number(process.versions.node.split('.')[0]) >= 24;

@@ -55,15 +55,23 @@ export interface ServerDeps {
   jwtScope: (jwt: string | undefined) => Promise<{ sessionId: string; scope: Scope }>;
 }
 
-/** Where a session's sub-resources are served again under its base_url (`/browser`), as on a Kernel VM. */
+/** Where a session's sub-resources are served again under the shared base_url (`/browser`), as on a Kernel VM. */
 const BASE_URL_PREFIX = '/browser/';
+/**
+ * A session's own base_url (`/browser/<session id>`), as Kernel gives each browser an address of
+ * its own and its newer SDKs key their routes (and token refreshes) by it. A session id is 24
+ * lowercase letters and digits, a letter first: no name the shared prefix serves looks like one.
+ */
+const SESSION_BASE_PARAM = ':base_session(^[a-z][a-z0-9]{23}$)';
+
+type Twin = { url: string; querystring?: TSchema; auth: RouteDef['auth'] | 'base-url' };
 
 /**
  * A session's sub-resource route (`/browsers/:id/fs/read_file`) as the SDKs reach it under the
  * session's base_url (`/browser/fs/read_file?jwt=`, KERNEL_BROWSER_ROUTING_SUBRESOURCES): the
  * same schema and handler, the session named by the jwt instead of the path and the key.
  */
-function baseUrlTwin(route: RouteDef): { url: string; querystring: TSchema } | undefined {
+function baseUrlTwin(route: RouteDef): Twin | undefined {
   const m = /^\/browsers\/:id\/(.+)$/.exec(route.url);
   if (!m || route.auth !== 'key') return undefined;
   const query = route.querystring as (TSchema & { properties?: Record<string, TSchema>; additionalProperties?: unknown }) | undefined;
@@ -71,7 +79,14 @@ function baseUrlTwin(route: RouteDef): { url: string; querystring: TSchema } | u
     { ...(query?.properties ?? {}), jwt: Type.Optional(Type.String({ maxLength: 4096 })) },
     query && query.additionalProperties === false ? { additionalProperties: false } : {},
   );
-  return { url: `${BASE_URL_PREFIX}${m[1]}`, querystring };
+  return { url: `${BASE_URL_PREFIX}${m[1]}`, querystring, auth: 'base-url' };
+}
+
+/** The same call under a session's own base_url: `/browser/<id>/fs/read_file?jwt=`, the jwt's session only. */
+function sessionBaseTwin(route: RouteDef, shared: Twin | undefined): Twin | undefined {
+  const url = shared?.url ?? route.url;
+  if (!url.startsWith(BASE_URL_PREFIX) || (!shared && route.auth !== 'session-jwt')) return undefined;
+  return { ...(shared ?? { auth: route.auth }), url: `${BASE_URL_PREFIX}${SESSION_BASE_PARAM}/${url.slice(BASE_URL_PREFIX.length)}` };
 }
 
 /**
@@ -180,11 +195,16 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (req) => {
     const auth = req.routeOptions.config?.auth ?? 'key';
+    const params = req.params as Record<string, string>;
+    const named = params.base_session !== undefined || auth === 'base-url' ? await deps.jwtScope((req.query as { jwt?: string }).jwt) : undefined;
+    // A session's own base_url serves that session's calls only: another's jwt finds nothing there.
+    if (named && params.base_session !== undefined && named.sessionId !== params.base_session) {
+      throw new NotFoundError(`no route ${req.method} ${req.url.split('?')[0]} for this jwt`);
+    }
     if (auth === 'none' || auth === 'session-jwt') return;
-    if (auth === 'base-url') {
-      const { sessionId, scope } = await deps.jwtScope((req.query as { jwt?: string }).jwt);
-      (req.params as Record<string, string>).id = sessionId;
-      req.org = scope;
+    if (named && auth === 'base-url') {
+      params.id = named.sessionId;
+      req.org = named.scope;
       return;
     }
     const token = bearer(req);
@@ -246,12 +266,15 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // Twins are skipped where the table already serves the same path itself (curl, telemetry/stream, a replay's mp4).
   const served = new Set(Object.values(routes as Record<string, RouteDef>).map((r) => `${r.method} ${r.url}`));
   for (const [op, route] of Object.entries(routes) as [OperationId, RouteDef][]) {
-    const twin = baseUrlTwin(route);
+    const shared = baseUrlTwin(route);
+    const sharedServed = shared !== undefined && served.has(`${route.method} ${shared.url}`);
     register(op, route);
-    if (twin && !served.has(`${route.method} ${twin.url}`)) register(op, route, twin);
+    if (shared && !sharedServed) register(op, route, shared);
+    const own = sessionBaseTwin(route, sharedServed ? undefined : shared);
+    if (own) register(op, route, own);
   }
 
-  function register(op: OperationId, route: RouteDef, twin?: { url: string; querystring: TSchema }): void {
+  function register(op: OperationId, route: RouteDef, twin?: Twin): void {
     const handler = deps.handlers[op] as (ctx: object) => unknown;
     const response: Record<string, TSchema | object> = {
       [route.success.status]: route.produces
@@ -266,7 +289,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       method: route.method,
       url: twin ? twin.url : route.url,
       // A multipart route's form is documented by a swagger transform (daemon/http/form-doc.ts).
-      config: { auth: twin ? 'base-url' : route.auth, ...(route.form && !twin ? { swaggerTransform: formDoc(route) } : {}) },
+      config: { auth: twin ? twin.auth : route.auth, ...(route.form && !twin ? { swaggerTransform: formDoc(route) } : {}) },
       schema: {
         // One operation in the document: the twin is the same call by another way in.
         ...(twin ? { hide: true } : { operationId: op }),
@@ -275,7 +298,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         ...(route.hidden ? { hide: true } : {}),
         ...(route.auth === 'none' || route.auth === 'session-jwt' ? { security: [] } : {}),
         ...(route.params ? { params: route.params } : {}),
-        ...(twin ? { querystring: twin.querystring } : route.querystring ? { querystring: route.querystring } : {}),
+        ...(twin?.querystring ? { querystring: twin.querystring } : route.querystring ? { querystring: route.querystring } : {}),
         ...(route.body ? { body: route.body } : {}),
         response,
       },

@@ -17,6 +17,10 @@ export class LivePool {
   removed = false;
   /** Keeps the pool filled at its rate; set by the pool manager. */
   refill!: Refill<string>;
+  /** Cancels the launch under way (a delete does not wait for it). */
+  readonly launches = new AbortController();
+  /** Leased browsers whose acquire set telemetry of their own: the pool's is put back at release. */
+  readonly ownTelemetry = new Set<string>();
 
   constructor(readonly record: PoolRecord) {}
 

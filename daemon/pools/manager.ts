@@ -17,7 +17,15 @@ import type { OrgRecord } from '../lib/owned-records.js';
 import type { PoolRecord } from './record.js';
 import type { SessionRecord } from '../sessions/record.js';
 import type { Store } from '../lib/state/store.js';
-import { configFromCreate, configFromUpdate, defaultAcquireTimeoutMs, launchIntervalMs, sessionBody } from './config.js';
+import {
+  configFromCreate,
+  configFromUpdate,
+  defaultAcquireTimeoutMs,
+  launchIntervalMs,
+  type ResolveTelemetry,
+  sessionBody,
+  telemetryRequest,
+} from './config.js';
 import { Refill } from '../sessions/ready/refill.js';
 import { LivePool } from './live-pool.js';
 
@@ -27,6 +35,8 @@ export interface PoolManagerDeps {
   log: (msg: string, extra?: object) => void;
   /** What a pool's profile and extension selectors resolve to now (the SDK reads these ids). */
   references?: (org: OrgRecord, config: BrowserPoolConfig) => { extension_ids: string[]; profile_id?: string };
+  /** Resolves a pool's telemetry request as a session's (the pool shows, and its browsers get, the result). */
+  resolveTelemetry?: ResolveTelemetry;
 }
 
 /**
@@ -82,7 +92,9 @@ export class PoolManager {
 
   async create(org: OrgRecord, body: CreatePoolBody): Promise<BrowserPool> {
     if (body.name) this.assertNameFree(org, body.name);
-    const record = { id: newId(), org_id: org.id, created_at: new Date().toISOString(), config: this.checked(org, configFromCreate(body)) };
+    const telemetry = this.deps.resolveTelemetry?.(org, body.telemetry, undefined, 'create');
+    const config = this.checked(org, configFromCreate(body, telemetry));
+    const record = { id: newId(), org_id: org.id, created_at: new Date().toISOString(), config };
     const pool = this.livePool(record);
     // Registered before the write so a concurrent create of the same name already sees it.
     this.pools.set(pool.id, pool);
@@ -101,6 +113,7 @@ export class PoolManager {
       (p) =>
         p.record.org_id === org.id &&
         (q.name === undefined || p.config.name === q.name) &&
+        (q.region === undefined || (p.config.region ?? LOCAL_REGION) === q.region) &&
         (!q.query || p.id === q.query || (p.config.name ?? '').toLowerCase().includes(q.query.toLowerCase())),
     );
     return paginate(matches, q, (p) => this.view(p));
@@ -109,7 +122,11 @@ export class PoolManager {
   async update(org: OrgRecord, idOrName: string, body: UpdatePoolBody): Promise<BrowserPool> {
     const pool = this.find(org, idOrName);
     if (body.name && body.name !== pool.config.name) this.assertNameFree(org, body.name);
-    const config = this.checked(org, configFromUpdate(pool.config, body));
+    const resolve = this.deps.resolveTelemetry;
+    const config = this.checked(
+      org,
+      configFromUpdate(pool.config, body, resolve && ((request, current) => resolve(org, request, current, 'update'))),
+    );
     await this.deps.store.update(() => void (pool.record.config = config));
     if (body.discard_all_idle) {
       pool.generation++;
@@ -132,6 +149,8 @@ export class PoolManager {
     }
     pool.removed = true;
     pool.refill.stop();
+    // A browser still launching is not waited for: its launch is cancelled, and ends what it started.
+    pool.launches.abort();
     this.pools.delete(pool.id);
     pool.waiters.cancelAll(new NotFoundError(`browser pool ${idOrName} was deleted`));
     await this.deps.store.update((s) => void (s.pools = s.pools.filter((p) => p.id !== pool.id)));
@@ -139,7 +158,23 @@ export class PoolManager {
     pool.idle.clear();
     pool.leased.clear();
     this.changed();
-    await Promise.all([pool.refill.inflight, ...ids.map((id) => this.deps.sessions.end(id, 'pool_deleted'))]);
+    await Promise.all(ids.map((id) => this.deps.sessions.end(id, 'pool_deleted')));
+  }
+
+  /**
+   * A profile was saved: pools that load it and refresh on its updates replace their idle browsers,
+   * so the next acquire gets its new data (leased ones keep what they loaded).
+   */
+  async profileSaved(orgId: string, profileId: string): Promise<void> {
+    const refreshing = [...this.pools.values()].filter(
+      (p) => p.record.org_id === orgId && p.config.refresh_on_profile_update && this.references(p).profile_id === profileId,
+    );
+    await Promise.all(
+      refreshing.map(async (pool) => {
+        pool.generation++;
+        await this.endIdle(pool, pool.idle.size, 'pool_profile_updated');
+      }),
+    );
   }
 
   async flush(org: OrgRecord, idOrName: string): Promise<void> {
@@ -161,12 +196,14 @@ export class PoolManager {
     }
     try {
       if (hungUp.aborted) throw new Error('the acquirer left');
-      // Per-lease labels go through the session's own update: same name rule as PATCH /browsers.
-      if (body.name !== undefined || body.tags) {
+      // Per-lease labels and telemetry go through the session's own update: the rules of PATCH /browsers.
+      if (body.name !== undefined || body.tags || body.telemetry !== undefined) {
         await this.deps.sessions.update(org, id, {
           ...(body.name !== undefined ? { name: body.name } : {}),
           ...(body.tags ? { tags: body.tags } : {}),
+          ...(body.telemetry !== undefined ? { telemetry: body.telemetry } : {}),
         });
+        if (body.telemetry !== undefined) pool.ownTelemetry.add(id);
       }
     } catch (err) {
       this.giveBack(pool, id);
@@ -175,6 +212,8 @@ export class PoolManager {
     }
     // Launched ahead of demand at low priority; the acquirer's now.
     await this.deps.sessions.liveSession(id)?.foreground();
+    // Best effort, as the pool's own start_url: a page that fails to load fails no acquire.
+    if (body.start_url) await this.deps.sessions.open(id, body.start_url);
     return this.deps.sessions.get(org, id);
   }
 
@@ -192,8 +231,15 @@ export class PoolManager {
       await this.deps.sessions.end(id, 'released');
       return;
     }
-    // Per-lease name and tags do not follow the browser to its next lease.
-    if (record.name !== undefined || record.tags) await this.deps.sessions.update(org, id, { name: null, tags: null });
+    // Per-lease name, tags and telemetry do not follow the browser to its next lease.
+    const ownTelemetry = pool.ownTelemetry.delete(id);
+    if (record.name !== undefined || record.tags || ownTelemetry) {
+      await this.deps.sessions.update(org, id, {
+        name: null,
+        tags: null,
+        ...(ownTelemetry ? { telemetry: pool.config.telemetry ? telemetryRequest(pool.config.telemetry) : { enabled: false } } : {}),
+      });
+    }
     // A concurrent release of the same browser got there first.
     if (!pool.leased.has(id)) throw notLeased();
     this.giveBack(pool, id);
@@ -245,6 +291,7 @@ export class PoolManager {
     if (!pool) return;
     pool.idle.delete(record.id);
     pool.leased.delete(record.id);
+    pool.ownTelemetry.delete(record.id);
     this.fill(pool);
   }
 
@@ -257,13 +304,13 @@ export class PoolManager {
     const pool = new LivePool(record);
     let generation = 0;
     pool.refill = new Refill<string>({
-      short: () => !this.closing && !pool.removed && pool.total < pool.config.size,
+      short: () => !this.closing && !pool.removed && pool.config.fill_rate_per_minute > 0 && pool.total < pool.config.size,
       intervalMs: () => launchIntervalMs(pool.config),
       launch: async () => {
         generation = pool.generation;
         const org = this.deps.store.data.orgs.find((o) => o.id === pool.record.org_id);
         if (!org) throw new NotFoundError(`organization ${pool.record.org_id} not found`);
-        return (await this.deps.sessions.create(org, sessionBody(pool.config), { pool: pool.ref })).session_id;
+        return (await this.deps.sessions.create(org, sessionBody(pool.config), { pool: pool.ref, signal: pool.launches.signal })).session_id;
       },
       place: async (id) => {
         const unwanted = this.closing || pool.removed || generation !== pool.generation || pool.total >= pool.config.size;
@@ -332,7 +379,7 @@ export class PoolManager {
       available_count: this.alive(pool.idle.keys()),
       acquired_count: this.alive(pool.leased),
       browser_pool_config: pool.config,
-      region: LOCAL_REGION,
+      region: pool.config.region ?? LOCAL_REGION,
       ...this.references(pool),
       ...(pool.lastError ? { last_error: pool.lastError } : {}),
     };

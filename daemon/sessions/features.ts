@@ -78,6 +78,8 @@ export interface SessionFeature {
   needsRestart?(body: UpdateBrowserBody): boolean;
   /** Fields this feature adds to the session's API object. */
   view?(record: SessionRecord): Partial<BrowserSession>;
+  /** What a list's `query` also matches the session by (a profile's name and id). */
+  searchTerms?(record: SessionRecord): string[];
   /** Before a DELETE ends the session: refuses it (the session lives on) when what its end must do
    * cannot be done (a profile's save with no room for it). */
   checkDelete?(org: OrgRecord, record: SessionRecord, files: FileOps): Promise<void>;

@@ -188,7 +188,7 @@ export class LiveSession {
     record: SessionRecord,
     deps: RuntimeDeps,
     prepare?: PrepareFeatures,
-    opts: { background?: boolean; claim?: LaunchClaim; box?: Box } = {},
+    opts: { background?: boolean; claim?: LaunchClaim; box?: Box; signal?: AbortSignal } = {},
   ): Promise<LiveSession> {
     const dirs = sessionDirs(deps.sessionsDir, record.id);
     await mkdir(dirs.root, { recursive: true, mode: 0o700 });
@@ -197,9 +197,13 @@ export class LiveSession {
     let vnc: Promise<VncServer> | undefined;
     let features: FeatureLaunch[] = [];
     let chromium: ChromiumProcess | undefined;
+    // Cancelled: the box goes at once, which fails whatever step of the launch is under way.
+    const cancel = () => void box?.stop();
+    opts.signal?.addEventListener('abort', cancel, { once: true });
     try {
       // A spare box (started ahead under this session's id), else one started now.
       box = opts.box ?? (await deps.boxes.start({ kind: 'session', id: record.id }));
+      if (opts.signal?.aborted) throw new Error('the launch was cancelled');
       const priority = opts.background ? BackgroundPriority.forBox(box) : undefined;
       // Claimed by a create while it starts: its normal priority back now, not at the hand-over.
       opts.claim?.onClaim(() => void priority?.restore());
@@ -234,7 +238,9 @@ export class LiveSession {
       await Promise.allSettled(features.map(async (f) => f.release?.()));
       await box?.stop();
       await removeTree(dirs.root);
-      throw err;
+      throw opts.signal?.aborted ? new Error('the launch was cancelled') : err;
+    } finally {
+      opts.signal?.removeEventListener('abort', cancel);
     }
   }
 

@@ -1,4 +1,6 @@
-import type { BrowserSession } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
+import { BadRequestError } from '../../src/errors.js';
+import { gpuRefusal } from '../../src/gpu.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from './features.js';
 import type { SessionRecord } from './record.js';
 
@@ -17,13 +19,21 @@ export const LOCAL_REGION = 'us-east';
  * raised at hand-over); without it the configured limit (RBROWSE_SESSION_MEMORY) holds, answered
  * as the smallest of Kernel's sizes that covers it. There is one region, the machine: any region
  * asked for is kept and echoed, the browser runs here. `network` (private hosts) is kept and
- * echoed too: a local session reaches private hosts through its own network already.
+ * echoed too: a local session reaches private hosts through its own network already. `gpu: true`
+ * is refused with the reason (headful only, as Kernel's; no GPU is passed into a box); false is
+ * what every session has.
  */
 export class MachineSize implements SessionFeature {
   private readonly defaultSize: MemorySize;
 
   constructor(private readonly deps: { defaultBytes: number; setMemoryLimit: (boxId: string, bytes: number) => Promise<void> }) {
     this.defaultSize = MEMORY_SIZES.find((s) => bytesOf(s) >= deps.defaultBytes) ?? '16GiB';
+  }
+
+  check(_org: unknown, body: CreateBrowserBody): void {
+    if (!body.gpu) return;
+    if (body.headless) throw BadRequestError.field('gpu', 'GPU acceleration is for headful sessions only (headless: false)');
+    throw BadRequestError.field('gpu', gpuRefusal());
   }
 
   async launch(ctx: LaunchContext): Promise<FeatureLaunch | undefined> {
@@ -47,6 +57,7 @@ export class MachineSize implements SessionFeature {
   view(record: SessionRecord): Partial<BrowserSession> {
     return {
       region: record.region ?? LOCAL_REGION,
+      gpu: false,
       memory: record.memory ?? this.defaultSize,
       ...(record.network ? { network: record.network } : {}),
     };

@@ -17,6 +17,7 @@ import type { Standby } from './ready/standby.js';
 import type { LaunchAdmission } from './admission.js';
 import type { History } from '../lib/state/history.js';
 import { CDP_PATH, WEBDRIVER_PATH } from './gateway-paths.js';
+import { LOCAL_REGION } from './machine-size.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
 /** How long a failed request waits to see whether its session's browser is exiting. */
@@ -61,6 +62,8 @@ interface Jwts {
 /** What a session is made for besides its HTTP body: pools create theirs through this. */
 export interface CreateOptions {
   pool?: { id: string; name?: string };
+  /** Aborted when the launch is no longer wanted (its pool was deleted): it stops what it started and fails. */
+  signal?: AbortSignal;
 }
 
 /** Creates, finds, ends and times out sessions; the only owner of LiveSession objects. */
@@ -298,13 +301,21 @@ export class SessionManager {
     // A pool's refill is background work: it never takes a turn a waiting create could have.
     const release = await this.deps.admission.acquire(org.id, { background: Boolean(opts.pool) });
     let session: LiveSession;
+    if (opts.signal?.aborted) {
+      release();
+      throw new ServiceUnavailableError('the launch was cancelled');
+    }
     // A pool's fill is background work too: a spare box is for a create someone waits on.
     let box = opts.pool || this.closing ? undefined : this.deps.spareBoxes?.take();
     const record = this.newRecord(box?.id ?? newId(), org, body, viewport, opts);
     try {
       if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
       await this.sign(record);
-      const started = LiveSession.start(record, this.runtime, this.featureLaunches(org, body, record), { background: Boolean(opts.pool), box });
+      const started = LiveSession.start(record, this.runtime, this.featureLaunches(org, body, record), {
+        background: Boolean(opts.pool),
+        box,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
       // The session's now: a start that fails stops it.
       box = undefined;
       session = await started;
@@ -341,6 +352,13 @@ export class SessionManager {
       throw this.startFailed(record, err);
     }
     return this.register(session);
+  }
+
+  /** Opens a URL in a running session's browser, best effort (an acquire's start_url): a failure only goes to the log. */
+  async open(id: string, url: string): Promise<void> {
+    const session = this.liveSession(id);
+    if (!session) return;
+    await navigate(session.chromium, url).catch((err: unknown) => this.deps.log('start_url not opened', { session: id, error: String(err) }));
   }
 
   /** What a create that could not start its browser answers. */
@@ -388,17 +406,25 @@ export class SessionManager {
   async list(org: OrgRecord, q: ListBrowsersQuery): Promise<ListPage> {
     const status = q.include_deleted ? 'all' : (q.status ?? 'active');
     const sources = status === 'active' ? this.deps.store.data.sessions : this.deps.history.allWith(this.deps.store.data.sessions);
+    const query = q.query?.toLowerCase();
     const matches = sources.filter(
       (s) =>
         s.org_id === org.id &&
         (status === 'all' || (status === 'active') === !s.deleted_at) &&
-        (!q.query || s.id.includes(q.query) || (s.name ?? '').includes(q.query)) &&
+        (q.region === undefined || (s.region ?? LOCAL_REGION) === q.region) &&
+        (!query || this.searchTerms(s).some((t) => t.toLowerCase().includes(query))) &&
         Object.entries(q.tags ?? {}).every(([k, v]) => s.tags?.[k] === v),
     );
     // Newest first, as an operator looking for the session they just made expects.
     matches.sort((a, b) => b.created_at.localeCompare(a.created_at));
     const page = paginate(matches, q);
     return { ...page, items: await Promise.all(page.items.map((r) => this.present(r))) };
+  }
+
+  /** What a list's query matches a session by, as Kernel's: its id and name, its profile's id and name, its proxy id and its pool's name. */
+  private searchTerms(s: SessionRecord): string[] {
+    const own = [s.id, s.name, s.proxy_id, s.pool?.name].filter((t): t is string => t !== undefined);
+    return [...own, ...this.features.flatMap((f) => f.searchTerms?.(s) ?? [])];
   }
 
   async update(org: OrgRecord, idOrName: string, body: UpdateBrowserBody): Promise<BrowserSession> {
@@ -721,7 +747,7 @@ export class SessionManager {
       cdp_ws_url: `${ws}${CDP_PATH}?jwt=${jwts.cdp}`,
       webdriver_ws_url: `${ws}${WEBDRIVER_PATH}?jwt=${jwts.cdp}`,
       // The SDK routes curl (and browser.fetch) to base_url + /curl with the jwt, as to a Kernel VM.
-      base_url: `${this.deps.publicUrl()}/browser`,
+      base_url: `${this.deps.publicUrl()}/browser/${r.id}`,
       ...(r.headless ? {} : { browser_live_view_url: this.liveUrl(jwts.live) }),
       headless: r.headless,
       stealth: r.stealth,

@@ -175,6 +175,11 @@ export const CreateBrowserSchema = Type.Object(
     proxy: Type.Optional(BrowserProxySelectionSchema),
     region: Type.Optional(RegionSchema),
     network: Type.Optional(NetworkSchema),
+    gpu: Type.Optional(
+      Type.Boolean({
+        description: 'GPU acceleration: needs headless false and a GPU on this machine (refused with 400 and the reason when there is none)',
+      }),
+    ),
     chrome_policy: Type.Optional(ChromePolicySchema),
     memory: Type.Optional(
       Type.Union([Type.Literal('8GiB'), Type.Literal('16GiB')], { description: "The session's memory limit (its box's), raised to this size" }),
@@ -265,7 +270,11 @@ export const BrowserSessionSchema = Type.Object(
     }),
     browser_live_view_url: Type.Optional(Type.String()),
     persistence: Type.Optional(Type.Object({ id: Type.String() })),
+    gpu: Type.Optional(Type.Boolean({ description: 'Whether the browser has GPU acceleration' })),
     profile: Type.Optional(ProfileMetadataSchema),
+    profile_save_changes: Type.Optional(
+      Type.Boolean({ description: "Whether this session's changes are written back to its profile when it ends; absent without a profile" }),
+    ),
     proxy_id: Type.Optional(Type.String()),
     proxy: Type.Optional(
       Type.Object(
@@ -305,7 +314,10 @@ export const ListBrowsersQuerySchema = Type.Object({
   ...PaginationQuery,
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('deleted'), Type.Literal('all')], { default: 'active' })),
   include_deleted: Type.Optional(Type.Boolean({ description: 'Deprecated: same as status=all' })),
-  query: Type.Optional(Type.String({ description: 'Matches the session id or name (substring)' })),
+  query: Type.Optional(
+    Type.String({ description: "Matches a session's id, name, profile (id or name), proxy id or pool name (substring, any case)" }),
+  ),
+  region: Type.Optional(RegionSchema),
   tags: Type.Optional(
     Type.Record(Type.String(), Type.String(), { description: 'Sessions carrying every one of these tags (?tags[team]=backend&tags[env]=staging)' }),
   ),
@@ -362,13 +374,34 @@ export const CdpVersionSchema = Type.Object(
 export const JwtQuerySchema = Type.Object({ jwt: Type.Optional(Type.String()) });
 
 // Browser pools. A pool's browsers take the session fields of POST /browsers, with the same schemas.
-const { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, chrome_policy, name, tags } =
+const { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, chrome_policy, region, network, telemetry, name, tags } =
   CreateBrowserSchema.properties;
-const poolSessionFields = { headless, stealth, kiosk_mode, viewport, profile, extensions, proxy_id, start_url, chrome_policy };
+const poolSessionFields = {
+  headless,
+  stealth,
+  kiosk_mode,
+  viewport,
+  profile,
+  extensions,
+  proxy_id,
+  start_url,
+  chrome_policy,
+  region,
+  network,
+  telemetry,
+  refresh_on_profile_update: Type.Optional(
+    Type.Boolean({ description: "Idle browsers are replaced when the pool's profile is saved (default true with a profile)" }),
+  ),
+};
+/** A pool's region is fixed once it is made, as a session's. */
+const { region: _fixedRegion, ...poolUpdateFields } = poolSessionFields;
 
 export const PoolNameSchema = Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._-]+$' });
 const PoolSizeSchema = Type.Integer({ minimum: 1, maximum: 50, description: 'Browsers kept in the pool, idle and acquired' });
-const FillRateSchema = Type.Integer({ minimum: 1, description: 'Percent of size launched per minute (default 10)' });
+const FillRateSchema = Type.Integer({
+  minimum: 0,
+  description: 'Percent of size launched per minute (default 10); 0 launches nothing until it is raised (idle browsers stay)',
+});
 const PoolTimeoutSchema = Type.Integer({
   minimum: 10,
   maximum: 259200,
@@ -393,7 +426,7 @@ export const UpdatePoolSchema = Type.Object(
     size: Type.Optional(PoolSizeSchema),
     fill_rate_per_minute: Type.Optional(FillRateSchema),
     timeout_seconds: Type.Optional(PoolTimeoutSchema),
-    ...poolSessionFields,
+    ...poolUpdateFields,
     profile: Type.Optional(
       Type.Union([ProfileSelectionSchema, Type.Object({ id: Type.Literal('') }, strict)], {
         description: '{"id": ""} removes the profile',
@@ -420,6 +453,10 @@ export const BrowserPoolConfigSchema = Type.Object({
   proxy_id: Type.Optional(Type.String()),
   start_url: Type.Optional(Type.String()),
   chrome_policy: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  network: Type.Optional(NetworkSchema),
+  region: Type.Optional(RegionSchema),
+  refresh_on_profile_update: Type.Optional(Type.Boolean()),
+  telemetry: Type.Optional(TelemetryConfigSchema),
 });
 export type BrowserPoolConfig = Static<typeof BrowserPoolConfigSchema>;
 
@@ -432,7 +469,7 @@ export const BrowserPoolSchema = Type.Object(
     acquired_count: Type.Integer({ description: 'Browsers leased to clients' }),
     browser_pool_config: BrowserPoolConfigSchema,
     extension_ids: Type.Array(Type.String()),
-    region: Type.String({ description: 'Always us-east: the pool runs on this machine' }),
+    region: Type.String({ description: 'The region asked for on create (us-east by default); the pool runs on this machine' }),
     profile_id: Type.Optional(Type.String()),
     last_error: Type.Optional(
       Type.Object(
@@ -449,6 +486,7 @@ export const ListPoolsQuerySchema = Type.Object({
   ...PaginationQuery,
   name: Type.Optional(Type.String({ description: 'Exact pool name' })),
   query: Type.Optional(Type.String({ description: 'Matches the pool id exactly or the name (substring)' })),
+  region: Type.Optional(RegionSchema),
 });
 export type ListPoolsQuery = Static<typeof ListPoolsQuerySchema>;
 
@@ -464,6 +502,12 @@ export const AcquirePoolSchema = Type.Object(
     // Per lease: cleared when the browser is released.
     name,
     tags,
+    start_url: Type.Optional(StartUrlSchema),
+    telemetry: Type.Optional(
+      Type.Union([TelemetryRequestSchema, Type.Null()], {
+        description: "This lease's telemetry, merged onto the pool's as a PATCH would; the pool's again once the browser is released",
+      }),
+    ),
   },
   strict,
 );
@@ -550,7 +594,12 @@ export const ScrollSchema = Type.Object(
     x: Coordinate('Where to scroll'),
     y: Coordinate('Where to scroll'),
     delta_x: Type.Optional(
-      Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Wheel notches; positive scrolls right, negative left' }),
+      Type.Integer({
+        minimum: -1000,
+        maximum: 1000,
+        default: 0,
+        description: 'Wheel notches; positive scrolls right, negative left (with delta_y 0 too, the pointer only moves there)',
+      }),
     ),
     delta_y: Type.Optional(
       Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Wheel notches; positive scrolls down, negative up' }),
@@ -567,7 +616,7 @@ export const ClickMouseSchema = Type.Object(
     y: Coordinate('Where to click'),
     button: Type.Optional(Type.Enum(['left', 'right', 'middle', 'back', 'forward'], { default: 'left' })),
     click_type: Type.Optional(Type.Enum(['down', 'up', 'click'], { default: 'click' })),
-    num_clicks: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 1 })),
+    num_clicks: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, default: 1, description: 'Clicks in a row; 0 is the default of 1' })),
     hold_keys: Type.Optional(HoldKeysSchema),
   },
   strict,
@@ -619,10 +668,10 @@ export const ScreenshotSchema = Type.Object(
         {
           x: Type.Integer({ minimum: 0 }),
           y: Type.Integer({ minimum: 0 }),
-          width: Type.Integer({ minimum: 1 }),
-          height: Type.Integer({ minimum: 1 }),
+          width: Type.Integer({ minimum: 0 }),
+          height: Type.Integer({ minimum: 0 }),
         },
-        strict,
+        { ...strict, description: 'A rectangle of the screen; 0x0 (an empty region) is the whole screen' },
       ),
     ),
   },

@@ -63,6 +63,8 @@ const label = (p: { id?: string; name?: string }) => JSON.stringify(p.name ?? p.
 export class Profiles implements SessionFeature {
   private readonly leases = new ProfileLeases();
 
+  private readonly savedListeners: ((orgId: string, profileId: string) => void)[] = [];
+
   /** Room admitted for the saves of sessions being deleted, given back once each is written. */
   private readonly admittedSaves = new Map<string, () => void>();
 
@@ -72,6 +74,11 @@ export class Profiles implements SessionFeature {
       paths: (owners) => deps.store.data.profiles.filter((p) => owners.has(p.org_id)).map((p) => this.profileDir(p.id)),
       count: (owners) => deps.store.data.profiles.filter((p) => owners.has(p.org_id)).length,
     });
+  }
+
+  /** Called after a session's user data was written back to a profile (pools refresh their idle browsers on it). */
+  onSaved(listener: (orgId: string, profileId: string) => void): void {
+    this.savedListeners.push(listener);
   }
 
   /**
@@ -251,9 +258,14 @@ export class Profiles implements SessionFeature {
     };
   }
 
-  view(record: SessionRecord): { profile?: Profile } {
+  view(record: SessionRecord): { profile?: Profile; profile_save_changes?: boolean } {
     const profile = record.profile && this.deps.store.data.profiles.find((p) => p.id === record.profile!.id);
-    return profile ? { profile: toApi(profile) } : {};
+    return profile ? { profile: toApi(profile), profile_save_changes: record.profile!.save_changes } : {};
+  }
+
+  searchTerms(record: SessionRecord): string[] {
+    const profile = record.profile && this.deps.store.data.profiles.find((p) => p.id === record.profile!.id);
+    return profile ? [profile.id, ...(profile.name ? [profile.name] : [])] : [];
   }
 
   /**
@@ -342,6 +354,7 @@ export class Profiles implements SessionFeature {
       record.updated_at = lease.saved_at = new Date().toISOString();
     });
     this.deps.log('profile saved', { profile: record.id, session: session.id, graceful, orphaned, ms: Date.now() - started });
+    for (const listener of this.savedListeners) listener(record.org_id, record.id);
   }
 
   private async sweep(): Promise<void> {
