@@ -153,6 +153,22 @@ for (const mode of ['headful', 'headless'] as const) {
       assert.deepEqual(after.body, { x: 500, y: 150 });
     });
 
+    test("zero values as Kernel's SDKs send them: num_clicks 0 clicks once, a scroll of only {x, y} moves the pointer there", async () => {
+      const s = sessions[mode];
+      await s.page.fill('#text', '');
+      await clear(s);
+      await ok(s, 'click_mouse', { x: 700, y: 35, num_clicks: 0 });
+      const clicks = (await takeEvents(s, (e) => e.some((x) => x.type === 'click'))).filter((e) => e.type === 'click');
+      assert.deepEqual(
+        clicks.map((c) => [c.x, c.y]),
+        [[700, 35]],
+      );
+      await ok(s, 'scroll', { x: 321, y: 123 });
+      assert.deepEqual((await computer(s, 'get_mouse_position')).body, { x: 321, y: 123 });
+      const batch = await computer(s, 'batch', { actions: [{ type: 'click_mouse', click_mouse: { x: 10, y: 10, num_clicks: 0 } }] });
+      assert.equal(batch.status, 204, batch.text);
+    });
+
     test('scroll: notches in the right directions, vertical first, with held keys', async () => {
       const s = sessions[mode];
       await clear(s);
@@ -198,6 +214,9 @@ for (const mode of ['headful', 'headless'] as const) {
       assert.deepEqual(pngSize(full.png), { width: 1024, height: 768 });
       const part = await screenshot(s, { region: { x: 10, y: 20, width: 100, height: 50 } });
       assert.deepEqual(pngSize(part.png), { width: 100, height: 50 });
+      // An empty region (a client's zero value) is the whole screen.
+      const empty = await screenshot(s, { region: { x: 0, y: 0, width: 0, height: 0 } });
+      assert.deepEqual([empty.status, pngSize(empty.png)], [200, { width: 1024, height: 768 }]);
       assert.equal((await screenshot(s, { region: { x: 1000, y: 0, width: 100, height: 50 } })).status, 400);
     });
 
@@ -341,13 +360,11 @@ describe('computer control rules', () => {
       },
       'hold_keys.1',
     ],
-    ['scroll', 'both deltas 0', { x: 1, y: 1 }, 'delta_y'],
     ['scroll', 'no x', { y: 1, delta_y: 1 }, 'x'],
     ['scroll', 'a negative y', { x: 1, y: -1, delta_y: 1 }, 'y'],
     ['scroll', 'a point off the screen', { x: 1, y: 768, delta_y: 1 }, 'x'],
     ['scroll', 'an unknown hold key', { x: 1, y: 1, delta_y: 1, hold_keys: ['nope'] }, 'hold_keys.0'],
     ['click_mouse', 'an unknown button', { x: 1, y: 1, button: 'side' }, 'button'],
-    ['click_mouse', 'num_clicks 0', { x: 1, y: 1, num_clicks: 0 }, 'num_clicks'],
     ['press_key', 'no keys', { keys: [] }, 'keys'],
     ['press_key', 'an unknown key', { keys: ['ctrl+nokey'] }, 'keys.0'],
     // Valid-looking input that would hold the request for hours: refused before it starts.
@@ -379,6 +396,7 @@ describe('computer control rules', () => {
     ],
     ['batch', 'more than 60 s of typing in one action', { actions: [{ type: 'type_text', type_text: { text: 'ab', delay: 30_001 } }] }, 'actions.0'],
     ['screenshot', 'a region off the screen', { region: { x: 0, y: 0, width: 1025, height: 10 } }, 'region'],
+    ['screenshot', 'a region of no width but some height', { region: { x: 0, y: 0, width: 0, height: 10 } }, 'region'],
     ['batch', 'an action without its parameters', { actions: [{ type: 'scroll' }] }, 'actions.0.scroll'],
   ];
   for (const [action, what, body, field] of bad) {

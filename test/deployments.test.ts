@@ -204,6 +204,11 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
       app!.actions.map((a) => a.name),
       SAMPLE_ACTIONS,
     );
+    // Kernel's schemas of an action, null where it cannot make them (rbrowse reads no app's types).
+    assert.deepEqual(
+      app!.actions.map((a) => [(a as { input_schema?: unknown }).input_schema, (a as { output_schema?: unknown }).output_schema]),
+      SAMPLE_ACTIONS.map(() => [null, null]),
+    );
     assert.deepEqual(app!.env_vars, { SAMPLE_GREETING: '' });
     assert.deepEqual((await d.api('GET', '/apps?app_name=nope')).body, []);
     assert.deepEqual((await d.api('GET', '/apps?version=9.9.9')).body, []);

@@ -264,6 +264,20 @@ describe('filesystem inside a session', () => {
     assert.equal(refused.status, 400);
     assert.match(JSON.stringify(await refused.json()), /dest_path/);
 
+    // A destination the session may not write is refused naming it, never the staging file it came through.
+    const readOnly = new FormData();
+    readOnly.append('files[0][dest_path]', '/usr/share/not-mine.txt');
+    readOnly.append('files[0][file]', new Blob(['x']), 'x.txt');
+    const forbidden = await fetch(`${d.baseUrl}/browsers/${id}/fs/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.apiKey}` },
+      body: readOnly,
+    });
+    const forbiddenBody = await forbidden.text();
+    assert.equal(forbidden.status, 403, forbiddenBody);
+    assert.match(forbiddenBody, /\/usr\/share\/not-mine\.txt: read-only or not permitted/);
+    assert.doesNotMatch(forbiddenBody, /rbrowse-upload/);
+
     const zip = await fetch(`${d.baseUrl}/browsers/${id}/fs/download_dir_zip?${q('/home/kernel/up')}`, {
       headers: { authorization: `Bearer ${d.apiKey}` },
     });

@@ -8,6 +8,13 @@ import type Kernel from '@onkernel/sdk';
 
 const TOTP_SECRET = 'JBSWY3DPEHPK3PXP';
 
+/** The fields of Kernel's newer types (the Python SDK 0.94's) that @onkernel/sdk 0.84 does not declare yet. */
+type Newer = Omit<ManagedAuth, 'fields'> & {
+  interaction_id?: string | null;
+  fields?: { id: string; ref: string; type: string; reason?: string; hint?: string }[] | null;
+};
+const newer = (c: ManagedAuth) => c as unknown as Newer;
+
 describe('managed auth (auth connections)', () => {
   let d: TestDaemon;
   let kernel: Kernel;
@@ -66,6 +73,12 @@ describe('managed auth (auth connections)', () => {
     const login = await kernel.auth.connections.login(c.id);
     assert.equal(login.flow_type, 'LOGIN');
     assert.match(login.hosted_url, /\/browser\/live\?jwt=/, 'the hosted page is the live view of the login browser');
+    // Its handoff code leads to the hosted page once, with no key.
+    assert.ok(login.handoff_code);
+    const handoff = await fetch(`${d.baseUrl}/auth/handoff/${login.handoff_code}`, { redirect: 'manual' });
+    assert.deepEqual([handoff.status, handoff.headers.get('location')], [302, login.hosted_url]);
+    assert.equal((await fetch(`${d.baseUrl}/auth/handoff/${login.handoff_code}`, { redirect: 'manual' })).status, 404, 'used once');
+    assert.equal((await fetch(`${d.baseUrl}/auth/handoff/not-a-code`, { redirect: 'manual' })).status, 404);
     let state = await until(c.id, (s) => s.flow_step === 'AWAITING_INPUT', 'the login form');
     assert.deepEqual(
       state.discovered_fields!.map((f) => [f.name, f.type, f.label]),
@@ -75,12 +88,22 @@ describe('managed auth (auth connections)', () => {
       ],
     );
     assert.deepEqual(
-      state.fields!.map((f) => [f.id, f.ref, f.type]),
+      newer(state).fields!.map((f) => [f.id, f.ref, f.type, f.reason]),
       [
-        ['username', 'username', 'identifier'],
-        ['password', 'password', 'password'],
+        ['username', 'username', 'identifier', 'missing'],
+        ['password', 'password', 'password', 'missing'],
       ],
     );
+    // One pause for input, one interaction id; a submit naming another is refused and changes nothing.
+    const firstInteraction = newer(state).interaction_id;
+    assert.ok(firstInteraction);
+    assert.equal(newer(await kernel.auth.connections.retrieve(c.id)).interaction_id, firstInteraction, 'the same while the form waits');
+    const stale = await d.api('POST', `/auth/connections/${c.id}/submit`, {
+      interaction_id: 'not-this-one',
+      fields: { username: 'alice', password: 'x' },
+    });
+    assert.equal(stale.status, 409, stale.text);
+    assert.match(stale.body.message, /interaction_id not-this-one is not the flow's current one/);
     assert.ok(state.browser_session_id);
     assert.equal(
       (await kernel.browsers.retrieve(state.browser_session_id!)).session_id,
@@ -91,14 +114,26 @@ describe('managed auth (auth connections)', () => {
     const typo = await d.api('POST', `/auth/connections/${c.id}/submit`, { fields: { user: 'alice', password: 'x' } });
     assert.equal(typo.status, 400, 'a field the form does not have');
     assert.match(typo.text, /user/);
-    assert.deepEqual(await kernel.auth.connections.submit(c.id, { fields: { username: 'alice', password: 'wrong' } }), { accepted: true });
+    assert.deepEqual(
+      await kernel.auth.connections.submit(c.id, { interaction_id: firstInteraction!, fields: { username: 'alice', password: 'wrong' } } as never),
+      { accepted: true },
+    );
     state = await until(c.id, (s) => s.flow_step === 'AWAITING_INPUT' && Boolean(s.website_error), "the site's error");
     assert.equal(state.website_error, 'Incorrect username or password.');
+    // The form came back: its values were rejected, and this is a new pause.
+    assert.deepEqual(
+      newer(state).fields!.map((f) => f.reason),
+      ['rejected', 'rejected'],
+    );
+    assert.ok(newer(state).interaction_id && newer(state).interaction_id !== firstInteraction);
 
     await kernel.auth.connections.submit(c.id, { field_values: { username: 'alice', password: 'wonderland' } });
     state = await until(c.id, (s) => s.flow_step === 'AWAITING_INPUT' && s.discovered_fields?.[0]?.name === 'otp', 'the code step');
     assert.equal(state.discovered_fields![0]!.type, 'code');
     assert.equal(state.website_error, null);
+    // The site's help text by the field comes as its hint.
+    assert.equal(state.discovered_fields![0]!.hint, 'The 6 digits your authenticator app shows');
+    assert.deepEqual([newer(state).fields![0]!.hint, newer(state).fields![0]!.reason], ['The 6 digits your authenticator app shows', 'missing']);
     await kernel.auth.connections.submit(c.id, { fields: { otp: totpNow(TOTP_SECRET) } });
     state = await until(c.id, (s) => s.flow_status === 'SUCCESS', 'success');
 

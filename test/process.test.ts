@@ -74,15 +74,25 @@ describe('processes in a session', () => {
     );
   });
 
-  test('exec of a program that does not exist: 127 and a shell-like message naming nothing of rbrowse', async () => {
+  test('exec and spawn of a program that does not exist: 400 naming it, and nothing of rbrowse', async () => {
     await withSession(async (id) => {
-      const r = await kernel.browsers.process.exec(id, { command: 'no-such-program', args: ['x'] });
-      assert.equal(r.exit_code, 127);
-      const stderr = text(r.stderr_b64);
-      assert.equal(stderr.trim(), 'no-such-program: command not found');
-      assert.doesNotMatch(stderr, /setpriv|bwrap|agent|rbrowse/);
-      // Control: a program that exists runs.
-      assert.equal((await kernel.browsers.process.exec(id, { command: 'true' })).exit_code, 0);
+      for (const run of [
+        () => kernel.browsers.process.exec(id, { command: 'no-such-program', args: ['x'] }),
+        () => kernel.browsers.process.spawn(id, { command: 'no-such-program', args: ['x'] }),
+      ]) {
+        await assert.rejects(run(), (err: { status?: number; message: string }) => {
+          assert.equal(err.status, 400, err.message);
+          assert.match(err.message, /command: no-such-program: no such program in the session/);
+          assert.doesNotMatch(err.message, /setpriv|bwrap|agent|rbrowse/);
+          return true;
+        });
+      }
+      // A program that exists but fails is its own exit code, as before.
+      const sh = await kernel.browsers.process.exec(id, { command: 'sh', args: ['-c', 'no-such-program'] });
+      assert.equal(sh.exit_code, 127);
+      // Control: a program that exists runs, and timeout_sec 0 is no limit.
+      assert.equal((await kernel.browsers.process.exec(id, { command: 'true', timeout_sec: 0 })).exit_code, 0);
+      assert.ok((await kernel.browsers.process.spawn(id, { command: 'true', timeout_sec: 0 })).process_id);
     });
   });
 
@@ -138,15 +148,14 @@ describe('processes in a session', () => {
         { command: '' },
         { command: 'ls', cwd: 'relative' },
         { command: 'ls', cwd: '/a/../b' },
-        { command: 'ls', timeout_sec: 0 },
+        { command: 'ls', timeout_sec: -1 },
         { command: 'ls', env: { 'A=B': 'x' } },
       ]) {
         const res = await d.api('POST', `/browsers/${id}/process/exec`, body);
         assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
         assert.equal(res.body.code, 'bad_request');
       }
-      const missing = await kernel.browsers.process.exec(id, { command: 'no-such-program-here' });
-      assert.notEqual(missing.exit_code, 0);
+      await assert.rejects(kernel.browsers.process.exec(id, { command: 'no-such-program-here' }), (e: any) => e.status === 400);
     });
   });
 

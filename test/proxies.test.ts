@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFile, stat } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { createServer as createHttpsServer } from 'node:https';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import Kernel, { BadRequestError as SdkBadRequest, NotFoundError as SdkNotFound } from '@onkernel/sdk';
@@ -129,6 +131,53 @@ async function sessionProcessText(): Promise<string> {
   return texts.join('\n');
 }
 
+/** A throwaway CA and a certificate for 127.0.0.1 it signed (a MITM proxy's CA and what it would present). */
+async function testAuthority() {
+  const dir = await mkdtemp(join(tmpdir(), 'rbrowse-ca-'));
+  const run = (args: string[]) => execa('openssl', args, { cwd: dir });
+  await run([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=rbrowse test MITM CA',
+  ]);
+  await run(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=127.0.0.1']);
+  await writeFile(join(dir, 'leaf.cnf'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n');
+  await run([
+    'x509',
+    '-req',
+    '-in',
+    'leaf.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'leaf.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'leaf.cnf',
+  ]);
+  const read = (f: string) => readFile(join(dir, f), 'utf8');
+  return {
+    caPem: await read('ca.pem'),
+    leafKey: await read('leaf.key'),
+    leafCert: await read('leaf.pem'),
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
 function assertFieldError(res: { status: number; body: any; text: string; headers: Headers }, field: string) {
   assert.equal(res.status, 400, res.text);
   assert.equal(res.body.code, 'bad_request', res.text);
@@ -146,7 +195,7 @@ describe('proxies API', () => {
     assert.equal(p.type, 'custom');
     assert.equal(p.name, 'Office Proxy', 'names are trimmed');
     assert.equal(p.protocol, 'http');
-    assert.deepEqual(p.config, { host: '127.0.0.1', port: alice.port, username: USER, has_password: true });
+    assert.deepEqual(p.config, { host: '127.0.0.1', port: alice.port, username: USER, has_password: true, has_ca_bundle: false });
 
     const got = await d.api('GET', `/proxies/${p.id}`);
     assert.equal(got.status, 200);
@@ -271,13 +320,82 @@ describe('proxies API', () => {
     try {
       assert.equal(pool.body.browser_pool_config.proxy_id, p.id);
       const refused = await d.api('DELETE', `/proxies/${p.id}`);
-      assert.equal(refused.status, 409, refused.text);
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.code, 'resource_in_use');
       assert.match(refused.body.message, /browser pool\(s\) proxied/);
     } finally {
       assert.equal((await d.api('DELETE', `/browser_pools/${pool.body.id}`, { force: true })).status, 204);
     }
     await waitFor(async () => (await d.api('GET', '/browsers')).body.length === 0, 30_000, 'the pool browser to end');
     assert.equal((await d.api('DELETE', `/proxies/${p.id}`)).status, 204);
+  });
+
+  test("a proxy a managed-auth connection uses is not deleted (400 resource_in_use); the SDK's {id, name} form is taken when both name it", async () => {
+    const p = await createProxy({ ...custom(bob), name: 'auth-proxy' });
+    const mismatched = await d.api('POST', '/auth/connections', {
+      domain: 'proxied.example',
+      profile_name: 'proxied-profile',
+      proxy: { id: p.id, name: 'another-name' },
+    });
+    assert.equal(mismatched.status, 400, mismatched.text);
+    assert.match(mismatched.body.message, /proxy: proxy \w+ is named "auth-proxy", not "another-name"/);
+    const connection = await d.api('POST', '/auth/connections', {
+      domain: 'proxied.example',
+      profile_name: 'proxied-profile',
+      proxy: { id: p.id, name: 'auth-proxy' },
+    });
+    assert.equal(connection.status, 200, connection.text);
+    try {
+      assert.equal(connection.body.proxy_id, p.id);
+      const refused = await d.api('DELETE', `/proxies/${p.id}`);
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(refused.body.code, 'resource_in_use');
+      assert.match(refused.body.message, new RegExp(`auth connection\\(s\\) ${connection.body.id}`));
+    } finally {
+      assert.equal((await d.api('DELETE', `/auth/connections/${connection.body.id}`)).status, 204);
+    }
+    // Control: with the connection gone, the same delete goes through.
+    assert.equal((await d.api('DELETE', `/proxies/${p.id}`)).status, 204);
+  });
+
+  test("a MITM proxy's CA bundle: the browsers of sessions created with the proxy trust it, others do not", async () => {
+    const ca = await testAuthority();
+    const site = createHttpsServer({ key: ca.leafKey, cert: ca.leafCert }, (_req, res) => res.end('<p id="ok">trusted by its CA</p>'));
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `https://127.0.0.1:${(site.address() as AddressInfo).port}/`;
+      const withCa = await createProxy({ ...custom(bob), config: { ...custom(bob).config, ca_bundle: ca.caPem } });
+      assert.deepEqual([withCa.config.has_ca_bundle, withCa.ip_address], [true, '127.0.0.1']);
+      assert.equal((await d.api('GET', `/proxies/${withCa.id}`)).body.config.ca_bundle, undefined, 'the bundle is not echoed');
+      const without = await createProxy(custom(bob));
+      assert.equal(without.config.has_ca_bundle, false);
+      assertFieldError(
+        await d.api('POST', '/proxies', { ...custom(bob), config: { ...custom(bob).config, ca_bundle: 'not a PEM' } }),
+        'config.ca_bundle',
+      );
+      const broken = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+      assertFieldError(await d.api('POST', '/proxies', { ...custom(bob), config: { ...custom(bob).config, ca_bundle: broken } }), 'config.ca_bundle');
+
+      const load = async (proxyId: string) => {
+        const s = await createSession({ proxy_id: proxyId });
+        const browser = await chromium.connectOverCDP(s.cdp_ws_url);
+        try {
+          const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+          return await page.goto(url).then(
+            async () => (await page.textContent('#ok')) ?? '',
+            (err: Error) => err.message,
+          );
+        } finally {
+          await browser.close();
+        }
+      };
+      assert.equal(await load(withCa.id), 'trusted by its CA');
+      // Control: the same page from a session whose proxy has no CA is refused by Chromium.
+      assert.match(await load(without.id), /ERR_CERT_AUTHORITY_INVALID/);
+    } finally {
+      site.close();
+      await ca.remove();
+    }
   });
 
   test('check: the proxy answers and takes its credentials; with a url, the target is reached through it', async () => {
@@ -374,7 +492,8 @@ describe('sessions through proxies', () => {
 
       // A proxy in use cannot be deleted; one no longer used can.
       const conflict = await d.api('DELETE', `/proxies/${a.id}`);
-      assert.equal(conflict.status, 409, conflict.text);
+      assert.equal(conflict.status, 400, conflict.text);
+      assert.equal(conflict.body.code, 'resource_in_use');
       assert.match(conflict.body.message, new RegExp(s.session_id));
       assert.equal((await d.api('DELETE', `/proxies/${b.id}`)).status, 204);
 
@@ -551,7 +670,7 @@ describe('proxies through the SDK and the CLI', () => {
     assert.equal(s.proxy_id, p.id);
     const inUse = await d.cli(['proxies', 'delete', p.id]);
     assert.notEqual(inUse.exitCode, 0);
-    assert.match(inUse.stderr, /conflict/);
+    assert.match(inUse.stderr, /resource_in_use/);
     const updated = await d.cli(['browsers', 'update', s.session_id, '--proxy-id', '', '--json']);
     assert.equal(updated.exitCode, 0, updated.stderr);
     assert.equal(JSON.parse(updated.stdout).proxy_id, undefined);

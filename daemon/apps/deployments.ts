@@ -496,7 +496,13 @@ export class Deployments {
   }
 
   private summary(rec: DeploymentRecord, app: AppVersionRecord): Omit<StreamEvent, 'event'> {
-    return { id: app.id, app_name: app.name, version: rec.version, region: REGION, actions: app.actions };
+    return {
+      id: app.id,
+      app_name: app.name,
+      version: rec.version,
+      region: REGION,
+      actions: app.actions.map(({ name }) => ({ name, input_schema: null, output_schema: null })),
+    };
   }
 
   private find(org: OrgRecord, id: string): DeploymentRecord {
@@ -540,7 +546,7 @@ export class Deployments {
       app_name: app.name,
       version: rec.version,
       region: REGION,
-      actions: app.actions,
+      actions: app.actions.map(({ name }) => ({ name, input_schema: null, output_schema: null })),
       env_vars: redacted(rec.env_vars),
       deployment: rec.id,
     };

@@ -78,9 +78,10 @@ export class FileOps {
     if (owner || group) await outputOf(this.spawn(['chown', `${owner ?? ''}${group ? `:${group}` : ''}`, '--', path]));
   }
 
-  async move(src: string, dest: string): Promise<void> {
+  /** `named`: the path its errors name (an upload's moves name where the file was to go, not its staging file). */
+  async move(src: string, dest: string, named = src): Promise<void> {
     if (isSessionRoot(src)) throw BadRequestError.field('src_path', `${src} is a root of the session and cannot be moved`);
-    await this.run(['mv', '-T', '--', src, dest], src);
+    await this.run(['mv', '-T', '--', src, dest], named);
   }
 
   async info(path: string): Promise<FileInfo> {

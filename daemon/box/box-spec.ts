@@ -76,11 +76,13 @@ function hostChromiumEtc(): string[] {
 }
 
 function hostManagedPolicies(): string[] {
-  return readdirOr(MANAGED_POLICIES).filter((f) => f.endsWith('.json') && f !== SESSION_POLICY_FILE);
+  return readdirOr(MANAGED_POLICIES).filter((f) => f.endsWith('.json') && f !== SESSION_POLICY_FILE && f !== PROXY_CA_POLICY_FILE);
 }
 
 /** The file a session's chrome_policy is written to, in MANAGED_POLICIES. */
 export const SESSION_POLICY_FILE = 'rbrowse.json';
+/** The file holding the CA certificates of a session's proxy (its CACertificates policy), in MANAGED_POLICIES. */
+export const PROXY_CA_POLICY_FILE = 'rbrowse-proxy-ca.json';
 
 function readdirOr(dir: string): string[] {
   try {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type {
   CreateAuthConnectionBody,
   ListAuthConnectionsQuery,
@@ -94,6 +95,8 @@ export interface AuthConnectionsDeps {
  */
 export class AuthConnections {
   private readonly flows = new Map<string, { flow: LoginFlow; org: OrgRecord; followers: Set<EventStream> }>();
+  /** Handoff codes of logins (Kernel's handoff_code): each leads to its hosted URL once. */
+  private readonly handoffs = new Map<string, { url: string; expires: number }>();
   private readonly healthTimers = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<Promise<unknown>>();
   private closed = false;
@@ -217,7 +220,7 @@ export class AuthConnections {
     this.flows.get(record.id)?.flow.end('CANCELED', 'superseded', 'a new login flow was started');
     const expiresAt = new Date(Date.now() + FLOW_SECONDS * 1000).toISOString();
     const browser = body.browser ?? record.browser;
-    const proxy = body.proxy ?? browser?.proxy ?? record.proxy;
+    const proxy = this.proxySelection(org, body.proxy ?? browser?.proxy ?? record.proxy);
     const telemetry = body.browser_telemetry !== undefined ? body.browser_telemetry : (browser?.telemetry ?? record.browser_telemetry);
     const create: CreateBrowserBody = {
       headless: true,
@@ -248,7 +251,44 @@ export class AuthConnections {
       (body.record_session ?? record.record_session) ? await this.deps.record(org, session.session_id).catch(() => undefined) : undefined;
     this.flowChanged(record, flow.view, replayId);
     this.track(this.runFlow(org, record, entry, replayId));
-    return { id: record.id, flow_type: type, flow_expires_at: expiresAt, hosted_url: urls.url, live_view_url: urls.url };
+    return {
+      id: record.id,
+      flow_type: type,
+      flow_expires_at: expiresAt,
+      hosted_url: urls.url,
+      live_view_url: urls.url,
+      handoff_code: this.handoff(urls.url, expiresAt),
+    };
+  }
+
+  /** A one-time code for the hosted URL (Kernel's handoff_code), good until the flow would expire. */
+  private handoff(url: string, expiresAt: string): string {
+    const now = Date.now();
+    for (const [code, h] of this.handoffs) if (h.expires <= now) this.handoffs.delete(code);
+    const code = randomBytes(18).toString('base64url');
+    this.handoffs.set(code, { url, expires: Date.parse(expiresAt) });
+    return code;
+  }
+
+  /** Where a handoff code leads (its hosted URL), once. */
+  redeemHandoff(code: string): string {
+    const h = this.handoffs.get(code);
+    this.handoffs.delete(code);
+    if (!h || h.expires <= Date.now()) throw new NotFoundError('handoff code not found: unknown, used already or expired');
+    return h.url;
+  }
+
+  /**
+   * The session's proxy selection from a connection's: by id or by name, or by both when they name
+   * the same proxy of the organization (Kernel's SDKs send both), then by its id.
+   */
+  private proxySelection<P extends { id?: string; name?: string; mode?: string }>(org: OrgRecord, p: P | undefined): P | { id: string } | undefined {
+    if (p?.id === undefined || p.name === undefined) return p;
+    const found = this.deps.store.data.proxies.find((x) => x.org_id === org.id && x.id === p.id);
+    if (found && found.name !== p.name) {
+      throw BadRequestError.field('proxy', `proxy ${p.id} is named ${JSON.stringify(found.name ?? '')}, not ${JSON.stringify(p.name)}`);
+    }
+    return { id: p.id };
   }
 
   submit(org: OrgRecord, id: string, body: SubmitAuthConnectionBody): { accepted: boolean } {
@@ -398,7 +438,7 @@ export class AuthConnections {
         start_url: this.loginUrl(record),
         timeout_seconds: 60,
         ...(record.browser?.stealth !== undefined ? { stealth: record.browser.stealth } : {}),
-        ...((record.browser?.proxy ?? record.proxy) ? { proxy: record.browser?.proxy ?? record.proxy } : {}),
+        ...((record.browser?.proxy ?? record.proxy) ? { proxy: this.proxySelection(org, record.browser?.proxy ?? record.proxy) } : {}),
       });
       sessionId = session.session_id;
       status = await this.loggedIn(org, sessionId, record);
@@ -482,6 +522,8 @@ export class AuthConnections {
       throw BadRequestError.field('credential', 'external credential providers are not supported here: give { name } of a stored credential');
     }
     if (c && !c.name) throw BadRequestError.field('credential', 'must give name');
+    // An id and a name that name two proxies are refused now, not at the first login.
+    this.proxySelection(org, body.proxy);
     if (c?.name && !this.deps.store.data.credentials.some((r) => r.org_id === org.id && (r.name === c.name || r.id === c.name))) {
       throw new NotFoundError(`credential ${JSON.stringify(c.name)} not found`);
     }
@@ -558,6 +600,7 @@ export class AuthConnections {
       website_error: f?.website_error ?? null,
       error_code: f?.error_code ?? null,
       error_message: f?.error_message ?? null,
+      interaction_id: f?.step === 'AWAITING_INPUT' ? (f.interaction_id ?? null) : null,
     };
   }
 }
@@ -582,7 +625,9 @@ function stateEvent(v: FlowView): { event: string } & Record<string, unknown> {
     flow_step: v.step,
     flow_type: v.type,
     ...(v.status === 'IN_PROGRESS' && v.hosted_url ? { hosted_url: v.hosted_url, live_view_url: v.live_view_url } : {}),
-    ...(v.step === 'AWAITING_INPUT' && v.discovered_fields ? { discovered_fields: v.discovered_fields, fields: v.fields } : {}),
+    ...(v.step === 'AWAITING_INPUT' && v.discovered_fields
+      ? { discovered_fields: v.discovered_fields, fields: v.fields, ...(v.interaction_id ? { interaction_id: v.interaction_id } : {}) }
+      : {}),
     ...(v.website_error ? { website_error: v.website_error } : {}),
     ...(v.error_code ? { error_code: v.error_code, error_message: v.error_message } : {}),
     ...(v.post_login_url ? { post_login_url: v.post_login_url } : {}),

@@ -16,11 +16,16 @@ export function refOf(f: DiscoveredField): string {
   return f.name;
 }
 
-/** Kernel's canonical `fields` for the discovered ones: submitted by id (the field's name). */
-export function canonicalFields(fields: DiscoveredField[]): CanonicalField[] {
+/**
+ * Kernel's canonical `fields` for the discovered ones: submitted by id (the field's name).
+ * `rejected`: the form came back after its values were submitted, so they were turned down.
+ */
+export function canonicalFields(fields: DiscoveredField[], rejected = false): CanonicalField[] {
   return fields.map((f) => ({
     id: f.name,
     ref: refOf(f),
+    reason: rejected ? 'rejected' : 'missing',
+    ...(f.hint ? { hint: f.hint } : {}),
     type:
       f.type === 'password'
         ? 'password'

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { CanonicalField, DiscoveredField, ManagedAuth, SubmitAuthConnectionBody } from '../../src/api/auth-connections.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
 import type { PageSend } from '../browser/cdp-page.js';
@@ -24,6 +25,8 @@ export interface FlowView {
   website_error: string | null;
   error_code: string | null;
   error_message: string | null;
+  /** Kernel's interaction_id: names one pause for input, new at each; a submit that names another is refused. */
+  interaction_id: string | null;
   post_login_url?: string;
 }
 
@@ -72,6 +75,8 @@ export class LoginFlow {
   private readonly autoTried = new Set<string>();
   private readonly typed: Record<string, string> = {};
   private lastSubmitKey?: string;
+  /** The form of the pause for input under way. */
+  private awaitingKey?: string;
   private succeeding = false;
 
   constructor(
@@ -90,6 +95,7 @@ export class LoginFlow {
       website_error: null,
       error_code: null,
       error_message: null,
+      interaction_id: null,
     };
   }
 
@@ -138,12 +144,18 @@ export class LoginFlow {
           await this.submitForm(scan, values);
           continue;
         }
+        // The same form back after its submit: its values were turned down.
+        const rejected = key === this.lastSubmitKey;
+        const same = this.view.step === 'AWAITING_INPUT' && this.awaitingKey === key;
+        this.awaitingKey = key;
         this.update({
           step: 'AWAITING_INPUT',
           discovered_fields: scan.fields,
-          fields: canonicalFields(scan.fields),
+          fields: canonicalFields(scan.fields, rejected),
           // The site's message about the last submit of this same form.
-          website_error: key === this.lastSubmitKey ? scan.error : null,
+          website_error: rejected ? scan.error : null,
+          // One pause, one id: looking at the same form again keeps it.
+          interaction_id: same && this.view.interaction_id ? this.view.interaction_id : randomUUID(),
         });
         await new Promise<void>((r) => {
           this.wake = r;
@@ -167,12 +179,17 @@ export class LoginFlow {
     if (this.done || this.view.step !== 'AWAITING_INPUT' || !this.view.discovered_fields) {
       throw new ConflictError(`the login flow is ${this.done ? this.view.status : this.view.step}, not AWAITING_INPUT`);
     }
+    if (body.interaction_id !== undefined && body.interaction_id !== this.view.interaction_id) {
+      throw new ConflictError(
+        `interaction_id ${body.interaction_id} is not the flow's current one (${this.view.interaction_id}): read the connection again and submit for what it asks now`,
+      );
+    }
     const choice = body.selected_choice_id ?? body.mfa_option_id ?? body.sign_in_option_id ?? body.sso_provider ?? body.sso_button_selector;
     if (choice !== undefined) throw new BadRequestError('this login form offers no choices (MFA methods, SSO buttons, sign-in options) to select');
     const given = { ...body.fields, ...body.field_values };
     if (Object.keys(given).length === 0) throw BadRequestError.field('fields', 'must give the values of the login form (fields or field_values)');
     this.pending = valuesFromSubmission(this.view.discovered_fields, given);
-    this.update({ step: 'SUBMITTING' });
+    this.update({ step: 'SUBMITTING', interaction_id: null });
     this.wake?.();
   }
 
@@ -202,7 +219,7 @@ export class LoginFlow {
   }
 
   private async submitForm(scan: PageScan, values: string[]): Promise<void> {
-    this.update({ step: 'SUBMITTING', website_error: null });
+    this.update({ step: 'SUBMITTING', website_error: null, interaction_id: null });
     const key = fieldsKey(scan.fields);
     this.lastSubmitKey = key;
     scan.fields.forEach((f, i) => {

@@ -71,6 +71,11 @@ const SCAN = `(() => {
     used.add(name);
     const f = { name, label: labelOf(el), selector: selectorOf(el), type: kindOf(el), required: el.required };
     if (el.placeholder) f.placeholder = el.placeholder;
+    // The help text the site ties to the field (aria-describedby: "we sent a code to ***-42"), else its title.
+    const described = (el.getAttribute('aria-describedby') || '').split(/\\s+/).filter(Boolean)
+      .map((id) => text(document.getElementById(id))).filter(Boolean).join(' ');
+    const hint = (described || el.title || '').slice(0, 300);
+    if (hint) f.hint = hint;
     return f;
   });
   const alerts = [...document.querySelectorAll('[role=alert], [aria-live=assertive], .error, .alert-error, .invalid-feedback, [id*=error i], [class*=error i]')]

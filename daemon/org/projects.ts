@@ -234,6 +234,8 @@ export class Projects {
       max_concurrent_sessions: this.deps.orgMaxSessions,
       default_project_max_concurrent_sessions: this.orgDefault(scope.org_id),
       auth_connections_used: this.deps.managedAuth.connectionsOf(scope.org_id),
+      // No plan here caps them: as many as the organization makes.
+      max_auth_connections: null,
       min_health_check_interval_seconds: this.deps.managedAuth.minHealthCheckSeconds,
     };
   }
@@ -248,7 +250,8 @@ export class Projects {
         browser_extensions: { enabled: true, max_stored_per_org: null },
         browser_pools: on,
         browser_replays: { enabled: true, retention_days: opts.replayRetentionDays },
-        credential_providers: off,
+        // Served (/org/credential_providers: 1Password service accounts), so reported on.
+        credential_providers: on,
         credentials: on,
         custom_proxies: on,
         file_io: on,

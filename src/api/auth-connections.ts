@@ -14,7 +14,7 @@ const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => T
 
 export const FLOW_STATUSES = ['IN_PROGRESS', 'SUCCESS', 'FAILED', 'EXPIRED', 'CANCELED'] as const;
 export const FLOW_STEPS = ['DISCOVERING', 'AWAITING_INPUT', 'AWAITING_EXTERNAL_ACTION', 'SUBMITTING', 'COMPLETED'] as const;
-const lit = <const T extends readonly string[]>(values: T) => Type.Enum(values);
+const lit = <const T extends readonly string[]>(values: T, options?: { description: string }) => Type.Enum(values, options);
 
 const DomainSchema = Type.String({
   minLength: 1,
@@ -23,7 +23,11 @@ const DomainSchema = Type.String({
 });
 const ConnectionProxySchema = Type.Object(
   { id: Type.Optional(Type.String({ minLength: 1 })), name: Type.Optional(Type.String({ minLength: 1 })) },
-  { additionalProperties: false, minProperties: 1, maxProperties: 1, description: 'A proxy of the organization, by id or by name' },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'A proxy of the organization, by id or by name (both: they must name the same proxy)',
+  },
 );
 const CredentialRefSchema = Type.Object(
   {
@@ -63,6 +67,10 @@ const FieldSchema = Type.Object({
   id: Type.String({ description: 'The key to submit its value under (field_values)' }),
   ref: Type.String({ description: 'The stored credential value it is filled from and saved to' }),
   type: lit(['identifier', 'password', 'code', 'totp_code', 'totp_secret', 'text'] as const),
+  reason: lit(['missing', 'rejected'] as const, {
+    description: 'rejected: the site turned the submitted value down (the form came back); else missing',
+  }),
+  hint: Type.Optional(Type.String({ description: 'Text the site shows by the field (its description or help text)' })),
   label: Type.Optional(Type.String()),
   observed_selector: Type.Optional(nullable(Type.String())),
   required: Type.Optional(Type.Boolean()),
@@ -108,6 +116,9 @@ export const ManagedAuthSchema = Type.Object({
   website_error: nullable(Type.String()),
   error_code: nullable(Type.String()),
   error_message: nullable(Type.String()),
+  interaction_id: nullable(
+    Type.String({ description: 'Names the pause for input under way (new at each); a submit may name it, and is refused once it is past' }),
+  ),
 });
 export type ManagedAuth = Static<typeof ManagedAuthSchema>;
 
@@ -156,6 +167,11 @@ export const LoginResponseSchema = Type.Object({
   flow_expires_at: Type.String({ format: 'date-time' }),
   hosted_url: Type.String({ description: "The live view of the login's browser, where a person completes it" }),
   live_view_url: Type.Optional(Type.String()),
+  handoff_code: Type.Optional(
+    Type.String({
+      description: 'A one-time code: GET /auth/handoff/{code} redirects to hosted_url once, while the flow runs (a link to hand a person)',
+    }),
+  ),
 });
 export type LoginResponse = Static<typeof LoginResponseSchema>;
 
@@ -169,6 +185,9 @@ export const SubmitAuthConnectionSchema = Type.Object(
     sign_in_option_id: Type.Optional(Type.String()),
     sso_button_selector: Type.Optional(Type.String()),
     sso_provider: Type.Optional(Type.String()),
+    interaction_id: Type.Optional(
+      Type.String({ description: "The connection's interaction_id the submit answers: refused (409) once the flow moved past it" }),
+    ),
   },
   strict,
 );
@@ -283,5 +302,14 @@ export const authConnectionRoutes = {
     params: IdParamsSchema,
     querystring: TimelineQuerySchema,
     success: { status: 200, body: Type.Array(TimelineEventSchema) },
+  },
+  redeemAuthHandoff: {
+    method: 'GET',
+    url: '/auth/handoff/:code',
+    auth: 'none',
+    summary: "A login's handoff_code: redirects (302) to its hosted_url, once; 404 once used, expired or unknown",
+    tag: 'managed auth',
+    params: Type.Object({ code: Type.String({ minLength: 1, maxLength: 100 }) }),
+    success: { status: 302, body: null },
   },
 } as const satisfies Record<string, RouteDef>;

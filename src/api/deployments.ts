@@ -63,7 +63,16 @@ export const DeploymentSchema = Type.Object(
 );
 export type Deployment = Static<typeof DeploymentSchema>;
 
-export const AppActionSchema = Type.Object({ name: Type.String() });
+export const AppActionSchema = Type.Object({
+  name: Type.String(),
+  input_schema: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description:
+      "Kernel's JSON Schema of the action's input: null, as Kernel answers when it cannot generate one (rbrowse reads no types from an app)",
+  }),
+  output_schema: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description: "Kernel's JSON Schema of the action's output: null, as for input_schema",
+  }),
+});
 
 export const AppSchema = Type.Object(
   {

@@ -21,7 +21,9 @@ const ProcessFields = {
   ),
   as_root: Type.Optional(Type.Boolean({ description: 'Refused (403): a session is not a VM here; its processes run as the session user' })),
   as_user: Nullable(Type.String({ maxLength: 64, description: 'The session user by name or uid; any other user is refused (403)' })),
-  timeout_sec: Nullable(Type.Integer({ minimum: 1, maximum: 86_400, description: 'Killed after this many seconds (exit code 124)' })),
+  timeout_sec: Nullable(
+    Type.Integer({ minimum: 0, maximum: 86_400, description: 'Killed after this many seconds (exit code 124); 0 or null: no limit' }),
+  ),
 };
 
 export const ProcessExecSchema = Type.Object(ProcessFields, strict);

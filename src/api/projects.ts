@@ -67,6 +67,7 @@ export const OrgLimitsSchema = Type.Object({
   }),
   default_project_max_concurrent_sessions: Type.Union([Type.Integer(), Type.Null()], { description: 'The cap of every project without its own' }),
   auth_connections_used: Type.Integer({ description: "The organization's managed auth connections" }),
+  max_auth_connections: Type.Union([Type.Integer(), Type.Null()], { description: 'The most managed auth connections it may have; null: no cap' }),
   min_health_check_interval_seconds: Type.Integer({
     description: 'The shortest managed-auth health check interval (RBROWSE_AUTH_MIN_HEALTH_CHECK_SECONDS, else 300)',
   }),

@@ -41,6 +41,14 @@ export const CreateProxySchema = Type.Object(
           port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
           username: Type.Optional(UsernameSchema),
           password: Type.Optional(PasswordSchema),
+          ca_bundle: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 256 * 1024,
+              description:
+                'PEM certificates (one or more) of the CA the proxy re-signs TLS with (a MITM proxy): the browsers of sessions created with this proxy trust it',
+            }),
+          ),
           country: Type.Optional(Type.String()),
           city: Type.Optional(Type.String()),
           state: Type.Optional(Type.String()),
@@ -87,7 +95,11 @@ export const ProxySchema = Type.Object(
         port: Type.Integer(),
         username: Type.Optional(Type.String()),
         has_password: Type.Boolean({ description: 'The password itself is never returned' }),
+        has_ca_bundle: Type.Boolean({ description: 'Whether the proxy has a CA bundle (config.ca_bundle) its sessions trust' }),
       }),
+    ),
+    ip_address: Type.Optional(
+      Type.String({ description: "The proxy server's address: its host when that is an IP address, else the one its last check reached" }),
     ),
     status: Type.Optional(Type.Enum(['available', 'unavailable'])),
     last_checked: Type.Optional(Type.String({ format: 'date-time' })),

@@ -84,7 +84,8 @@ export async function startLoginSite(users: Record<string, SiteUser>) {
         page(
           'Two-step verification',
           `<h1>Enter your code</h1>${error}<form method="post" action="/verify">
-            <label for="otp">Authenticator code</label> <input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" required>
+            <label for="otp">Authenticator code</label> <input id="otp" name="otp" inputmode="numeric" autocomplete="one-time-code" aria-describedby="otp-help" required>
+            <small id="otp-help">The 6 digits your authenticator app shows</small>
             <button type="submit">Verify</button></form>`,
         ),
       );

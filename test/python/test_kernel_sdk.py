@@ -9,13 +9,15 @@ the standard library: a Kernel user's code, run as written.
 import base64
 import io
 import os
+import subprocess
+import tempfile
 import time
 import unittest
 import uuid
 import zipfile
 
 import kernel
-from kernel import Kernel, NotFoundError
+from kernel import BadRequestError, Kernel, NotFoundError
 
 FIXTURES = os.environ["RBROWSE_FIXTURES_URL"]
 LOGIN_SITE = os.environ["RBROWSE_LOGIN_SITE_URL"]
@@ -74,6 +76,110 @@ class KernelPythonSdk(unittest.TestCase):
         finally:
             self.client.browsers.delete_by_id(browser.session_id)
             self.client.proxies.delete(proxy.id)
+
+    def test_every_field_of_the_0_94_types(self) -> None:
+        """The full parameter sets the 0.94 types allow, with real ids, and the fields they answer."""
+        c = self.client
+        profile = c.profiles.create(name=unique("py-full"))
+        telemetry = {
+            "enabled": True,
+            "browser": {"platform": {"enabled": True}, "control": {"enabled": True, "cdp": {"excluded_methods": ["Input.dispatchMouseEvent"]}}},
+        }
+        browser = c.browsers.create(
+            headless=False,
+            gpu=False,
+            kiosk_mode=True,
+            name=unique("py-full"),
+            tags={"suite": "full"},
+            timeout_seconds=120,
+            viewport={"width": 1024, "height": 768},
+            start_url=FIXTURES + "/hello.html",
+            region="eu-west",
+            profile={"name": profile.name},
+            telemetry=telemetry,
+        )
+        try:
+            self.assertIs(browser.gpu, False)
+            self.assertIs(browser.profile_save_changes, False)
+            self.assertTrue(browser.base_url.endswith("/browser/" + browser.session_id), browser.base_url)
+            self.assertTrue(browser.telemetry.browser.platform.enabled)
+            self.assertEqual(browser.telemetry.browser.control.cdp.excluded_methods, ["Input.dispatchMouseEvent"])
+            self.assertIn(browser.session_id, [b.session_id for b in c.browsers.list(region="eu-west")])
+            self.assertNotIn(browser.session_id, [b.session_id for b in c.browsers.list(region="us-east")])
+            self.assertEqual([b.session_id for b in c.browsers.list(query=profile.name)], [browser.session_id])
+            computer = c.browsers.computer
+            computer.click_mouse(browser.session_id, x=10, y=10, num_clicks=0)
+            computer.scroll(browser.session_id, x=20, y=30)
+            self.assertEqual((computer.get_mouse_position(browser.session_id).x, computer.get_mouse_position(browser.session_id).y), (20, 30))
+            shot = computer.capture_screenshot(browser.session_id, region={"x": 0, "y": 0, "width": 0, "height": 0}).read()
+            self.assertEqual(shot[:8], b"\x89PNG\r\n\x1a\n")
+            self.assertEqual(c.browsers.process.exec(browser.session_id, command="true", timeout_sec=0).exit_code, 0)
+            with self.assertRaises(BadRequestError):
+                c.browsers.process.exec(browser.session_id, command="no-such-program")
+        finally:
+            c.browsers.delete_by_id(browser.session_id)
+        with self.assertRaises(BadRequestError):
+            c.browsers.create(headless=False, gpu=True)
+
+        pool = c.browser_pools.create(
+            name=unique("py-full-pool"),
+            size=1,
+            headless=True,
+            fill_rate_per_minute=0,
+            region="eu-west",
+            network={"private_hosts": ["10.0.0.0/8"]},
+            profile={"name": profile.name},
+            refresh_on_profile_update=True,
+            telemetry=telemetry,
+            timeout_seconds=60,
+        )
+        try:
+            config = pool.browser_pool_config
+            self.assertEqual((pool.region, config.refresh_on_profile_update, config.fill_rate_per_minute), ("eu-west", True, 0))
+            self.assertEqual(config.network.private_hosts, ["10.0.0.0/8"])
+            self.assertTrue(config.telemetry.browser.platform.enabled)
+            self.assertIn(pool.id, [p.id for p in c.browser_pools.list(region="eu-west")])
+            updated = c.browser_pools.update(pool.id, refresh_on_profile_update=False, telemetry={"enabled": False}, fill_rate_per_minute=6000)
+            self.assertIs(updated.browser_pool_config.refresh_on_profile_update, False)
+            leased = c.browser_pools.acquire(pool.id, acquire_timeout_seconds=120, start_url=FIXTURES + "/hello.html", telemetry={"enabled": True})
+            self.assertTrue(leased.telemetry.browser.control.enabled)
+            c.browser_pools.release(pool.id, session_id=leased.session_id, reuse=False)
+        finally:
+            c.browser_pools.delete(pool.id, force=True)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{tmp}/k", "-out", f"{tmp}/c", "-days", "1", "-subj", "/CN=py MITM CA"],
+                check=True,
+                capture_output=True,
+            )
+            with open(f"{tmp}/c") as f:
+                ca = f.read()
+        proxy = c.proxies.create(type="custom", name=unique("py-mitm"), config={"host": "127.0.0.1", "port": 3128, "ca_bundle": ca})
+        self.assertIs(proxy.config.has_ca_bundle, True)
+        self.assertEqual(proxy.ip_address, "127.0.0.1")
+        conn = c.auth.connections.create(domain="full.example", profile_name=unique("py-full-auth"), proxy={"id": proxy.id, "name": proxy.name}, health_checks=False)
+        try:
+            with self.assertRaises(BadRequestError) as refused:
+                c.proxies.delete(proxy.id)
+            self.assertEqual(refused.exception.body["code"], "resource_in_use")
+        finally:
+            c.auth.connections.delete(conn.id)
+        c.proxies.delete(proxy.id)
+
+        limits = c.organization.limits.retrieve()
+        self.assertIsNone(limits.max_auth_connections)
+        self.assertTrue(c.organization.entitlements.retrieve().features.credential_providers.enabled)
+        # The pool's browsers end a moment after its delete: until then the profile is in use.
+        deadline = time.time() + 30
+        while True:
+            try:
+                c.profiles.delete(profile.id)
+                break
+            except kernel.ConflictError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def test_files_with_the_python_multipart_encoding(self) -> None:
         fs = self.client.browsers.fs

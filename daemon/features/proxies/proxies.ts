@@ -1,8 +1,13 @@
 import { guardedLookup, refusedAddress, type ReachPolicy } from '../../lib/reach.js';
+import { X509Certificate } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { CheckProxyBody, CreateProxyBody, ListProxiesQuery, Proxy as ProxyAnswer, UpdateProxyBody } from '../../../src/api/proxies.js';
 import type { BrowserProxySelection, BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
-import { BadRequestError, ConflictError, NotFoundError } from '../../../src/errors.js';
+import { ApiError, BadRequestError, NotFoundError } from '../../../src/errors.js';
+import { MANAGED_POLICIES, PROXY_CA_POLICY_FILE } from '../../box/box-spec.js';
 import { newId } from '../../../src/ids.js';
 import { paginate, type ListPage } from '../../lib/paging.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../../sessions/features.js';
@@ -26,6 +31,23 @@ export interface ProxyRecord {
   bypass_hosts?: string[];
   status?: 'available' | 'unavailable';
   last_checked?: string;
+  /** config.ca_bundle's certificates, DER in base64 (Chrome's CACertificates policy takes them so). */
+  ca_certificates?: string[];
+  /** The proxy server's address as its last check resolved it (a host given as a name). */
+  ip_address?: string;
+}
+
+/** The certificates of a PEM bundle, each checked to be one, as DER in base64; a 400 otherwise. */
+function caCertificates(pem: string): string[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  if (!blocks.length) throw BadRequestError.field('config.ca_bundle', 'holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
+  return blocks.map((block, i) => {
+    try {
+      return new X509Certificate(block).raw.toString('base64');
+    } catch (err) {
+      throw BadRequestError.field('config.ca_bundle', `certificate ${i + 1} cannot be read: ${(err as Error).message}`);
+    }
+  });
 }
 
 declare module '../../lib/state/store.js' {
@@ -74,7 +96,7 @@ export function parseStealthProxy(value: string | undefined): Upstream | undefin
  * Upstream proxies (Kernel's `custom` type), and the session feature that gives every session a
  * local forwarding proxy (SessionForwarder) routed through the session's proxy, if any.
  * A PATCH swaps or removes the upstream live; a proxy a live session routes through, or a pool is
- * configured with, cannot be deleted (409).
+ * configured with, or a managed-auth connection uses, cannot be deleted (400 resource_in_use, as Kernel answers).
  */
 export class Proxies implements SessionFeature {
   private readonly secrets: ProxySecrets;
@@ -93,7 +115,7 @@ export class Proxies implements SessionFeature {
     if (type !== 'custom') {
       throw BadRequestError.field('type', `${type} proxies need Kernel's managed network; only custom proxies (your own proxy server) work here`);
     }
-    const { host, port, username, password, ...managedOnly } = config;
+    const { host, port, username, password, ca_bundle, ...managedOnly } = config;
     const foreign = Object.keys(managedOnly)[0];
     if (foreign) throw BadRequestError.field(`config.${foreign}`, "applies to Kernel's managed proxy types, not to custom");
     if (host === undefined) throw BadRequestError.field('config.host', 'is required for a custom proxy');
@@ -107,6 +129,7 @@ export class Proxies implements SessionFeature {
       created_at: new Date().toISOString(),
       config: { host, port, ...(username !== undefined ? { username } : {}), has_password: password !== undefined },
       ...(bypass_hosts ? { bypass_hosts } : {}),
+      ...(ca_bundle !== undefined ? { ca_certificates: caCertificates(ca_bundle) } : {}),
     };
     if (password !== undefined) await this.secrets.write(record.id, password);
     await this.deps.store.update((s) => void s.proxies.push(record));
@@ -139,14 +162,21 @@ export class Proxies implements SessionFeature {
     const record = this.find(org, id);
     const sessions = [...this.routes].filter(([, proxy]) => proxy === record.id).map(([session]) => session);
     const pools = this.deps.store.data.pools.filter((p) => p.org_id === org.id && p.config.proxy_id === record.id);
+    const names = (p: { id?: string; name?: string; mode?: string } | undefined) =>
+      p !== undefined && (p.id === record.id || (p.id === undefined && p.name !== undefined && p.name === record.name));
+    const connections = this.deps.store.data.auth_connections.filter((c) => c.org_id === org.id && (names(c.proxy) || names(c.browser?.proxy)));
     const users = [
       ...(sessions.length ? [`live session(s) ${sessions.join(', ')}`] : []),
       ...(pools.length ? [`browser pool(s) ${pools.map((p) => p.config.name ?? p.id).join(', ')}`] : []),
+      ...(connections.length ? [`auth connection(s) ${connections.map((c) => c.id).join(', ')}`] : []),
     ];
+    // Kernel's answer to deleting a proxy in use: 400 resource_in_use.
     if (users.length) {
-      throw new ConflictError(
+      throw new ApiError(
+        400,
+        'resource_in_use',
         `proxy ${id} is in use by ${users.join(' and ')}; remove it from them first ` +
-          '(PATCH /browsers/{id} or /browser_pools/{id} with {"proxy_id": ""}) or end them',
+          '(PATCH /browsers/{id}, /browser_pools/{id} or /auth/connections/{id}) or end them',
       );
     }
     await this.deps.store.update((s) => void (s.proxies = s.proxies.filter((p) => p !== record)));
@@ -165,7 +195,13 @@ export class Proxies implements SessionFeature {
     });
     const health = { status: result.available ? 'available' : 'unavailable', last_checked: new Date().toISOString() } as const;
     this.deps.log('proxy checked', { proxy: record.id, url: body.url, status: health.status, reason: result.reason });
-    if (!body.url) await this.deps.store.update(() => void Object.assign(record, health));
+    const resolved = isIP(config.host)
+      ? undefined
+      : await lookup(config.host).then(
+          (r) => r.address,
+          () => undefined,
+        );
+    if (!body.url) await this.deps.store.update(() => void Object.assign(record, health, resolved ? { ip_address: resolved } : {}));
     return { ...this.toApi(record), ...health };
   }
 
@@ -201,9 +237,27 @@ export class Proxies implements SessionFeature {
     return { proxy: { mode: record.disable_default_proxy ? 'direct' : 'default' } };
   }
 
+  /** A session created with a proxy that has a CA bundle: its browser reads the CA from a policy at launch. */
+  needsLaunch(body: CreateBrowserBody): boolean {
+    return this.caOf(body) !== undefined;
+  }
+
+  private caOf(body: CreateBrowserBody): string[] | undefined {
+    const proxy = body.proxy_id ? this.deps.store.data.proxies.find((p) => p.id === body.proxy_id) : undefined;
+    return proxy?.ca_certificates;
+  }
+
   /** Every session gets a forwarder, so a PATCH can add a proxy to a session created without one. */
   async launch(ctx: LaunchContext): Promise<FeatureLaunch> {
     const { record } = ctx;
+    const ca = this.caOf(ctx.body);
+    if (ca) {
+      // Chrome's CACertificates policy: the proxy's CA is trusted for this browser alone. A
+      // chrome_policy of the session's own that sets it too keeps its certificates.
+      const own = ctx.body.chrome_policy?.CACertificates;
+      const certificates = [...(Array.isArray(own) ? own : []), ...ca];
+      await ctx.files.write(`${MANAGED_POLICIES}/${PROXY_CA_POLICY_FILE}`, Readable.from([JSON.stringify({ CACertificates: certificates })]));
+    }
     const forwarder = await SessionForwarder.start(ctx.box, this.deps.reach);
     const session = record.id;
     this.forwarders.set(session, forwarder);
@@ -217,6 +271,8 @@ export class Proxies implements SessionFeature {
     }
     return {
       args: [`--proxy-server=${forwarder.proxyServer}`],
+      // The headless shell reads few policies, the CA's not among them.
+      ...(ca ? { fullBrowser: true } : {}),
       update: async (patch) => {
         if (typeof patch.disable_default_proxy === 'boolean') record.disable_default_proxy = patch.disable_default_proxy;
         // null or omitted: unchanged; "": no proxy of its own from now on (a stealth session's
@@ -286,7 +342,12 @@ export class Proxies implements SessionFeature {
   }
 
   private toApi(record: ProxyRecord): ProxyAnswer {
-    const { org_id: _org, ...proxy } = record;
-    return proxy;
+    const { org_id: _org, ca_certificates, ip_address, ...proxy } = record;
+    const address = isIP(record.config.host) ? record.config.host : ip_address;
+    return {
+      ...proxy,
+      config: { ...proxy.config, has_ca_bundle: ca_certificates !== undefined },
+      ...(address ? { ip_address: address } : {}),
+    };
   }
 }

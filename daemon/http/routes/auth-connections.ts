@@ -15,6 +15,7 @@ export function authConnectionHandlers(
   | 'loginAuthConnection'
   | 'submitAuthConnection'
   | 'authConnectionTimeline'
+  | 'redeemAuthHandoff'
 > {
   return {
     createAuthConnection: ({ org, body }) => connections.create(org, body),
@@ -26,5 +27,6 @@ export function authConnectionHandlers(
     loginAuthConnection: ({ org, params, body }) => connections.login(org, params.id, body ?? {}),
     submitAuthConnection: ({ org, params, body }) => connections.submit(org, params.id, body),
     authConnectionTimeline: ({ org, params, query, reply }) => sendPage(reply, connections.timeline(org, params.id, query)),
+    redeemAuthHandoff: ({ params, reply }) => void reply.header('location', connections.redeemHandoff(params.code)),
   };
 }

@@ -53,7 +53,8 @@ export function scrollOps(b: ScrollBody, screen: Screen): Op[] {
   checkPoint(b.x, b.y, screen, 'x');
   const deltaX = b.delta_x ?? 0;
   const deltaY = b.delta_y ?? 0;
-  if (!deltaX && !deltaY) throw BadRequestError.field('delta_y', 'delta_x and delta_y are both 0: nothing to scroll');
+  // Kernel's SDK sends only x and y when no delta is set: the pointer goes there, nothing scrolls.
+  if (!deltaX && !deltaY) return movePlan({ x: b.x, y: b.y, keys: resolveKeys(b.hold_keys, 'hold_keys') });
   return scrollPlan({ x: b.x, y: b.y, deltaX, deltaY, keys: resolveKeys(b.hold_keys, 'hold_keys') });
 }
 
@@ -64,7 +65,8 @@ export function clickOps(b: ClickMouseBody, screen: Screen): Op[] {
     y: b.y,
     button: b.button ?? 'left',
     clickType: b.click_type ?? 'click',
-    numClicks: b.num_clicks ?? 1,
+    // 0 is what a client that sends Go's zero value means by no number: the default.
+    numClicks: b.num_clicks || 1,
     keys: resolveKeys(b.hold_keys, 'hold_keys'),
   });
 }
@@ -115,7 +117,10 @@ export function pressKeyOps(b: PressKeyBody): Op[] {
 /** The screenshot rectangle: the whole screen, or a region wholly inside it. */
 export function screenshotRect(b: ScreenshotBody | undefined, screen: Screen): Rect {
   const r = b?.region;
-  if (!r) return { x: 0, y: 0, width: screen.width, height: screen.height };
+  // An empty region (0x0, a client's zero value) is no region: the whole screen.
+  if (!r || (r.width === 0 && r.height === 0)) return { x: 0, y: 0, width: screen.width, height: screen.height };
+  if (r.width === 0 || r.height === 0)
+    throw BadRequestError.field('region', 'width and height must both be at least 1 (or both 0: the whole screen)');
   if (r.x + r.width > screen.width || r.y + r.height > screen.height) {
     throw BadRequestError.field('region', `exceeds the ${screen.width}x${screen.height} screen`);
   }

@@ -44,7 +44,7 @@ export async function uploadFiles(files: FileOps, parts: AsyncIterable<FormPart>
     for (const [index, temp] of temps) {
       const dest = dests.get(index)!;
       await files.createDirectory(dest.slice(0, dest.lastIndexOf('/')) || '/');
-      await files.move(temp, dest);
+      await files.move(temp, dest, dest);
       temps.delete(index);
     }
     return dests.size;

@@ -162,6 +162,13 @@ function exitCodeOf(r: ProcessExit): number {
   return n ? 128 + n : 255;
 }
 
+/** The 400 of an exec or spawn whose program could not be started: no such program, or not one the session user may run. */
+function notStarted(body: ProcessExecBody, error: { message: string; code?: string }): BadRequestError {
+  const missing = body.cwd ? `no such program in the session, or no directory ${body.cwd}` : 'no such program in the session';
+  const why = error.code === 'ENOENT' ? missing : error.code === 'EACCES' ? 'not executable by the session user' : (error.code ?? error.message);
+  return BadRequestError.field('command', `${body.command}: ${why}`);
+}
+
 /** What a shell would print for a program that could not be started (never the names of rbrowse's own tools). */
 function startError(error: { message: string; code?: string }): string {
   const program = /^spawn (\S+)/.exec(error.message)?.[1] ?? 'the command';
@@ -185,7 +192,7 @@ export class SessionProcesses {
 
   /** Runs a command to its end; the client hanging up kills it. */
   async exec(body: ProcessExecBody, abort: AbortSignal): Promise<ProcessExecResult> {
-    const r = await this.runToEnd(body, { abort });
+    const r = await this.runToEnd(body, { abort, refuseMissing: true });
     return { exit_code: r.exitCode, stdout_b64: r.stdout.toString('base64'), stderr_b64: r.stderr.toString('base64'), duration_ms: r.durationMs };
   }
 
@@ -196,7 +203,7 @@ export class SessionProcesses {
    */
   async runToEnd(
     body: ProcessExecBody,
-    opts: { abort: AbortSignal; input?: string; resultPipe?: boolean },
+    opts: { abort: AbortSignal; input?: string; resultPipe?: boolean; refuseMissing?: boolean },
   ): Promise<{ exitCode: number; timedOut: boolean; stdout: Buffer; stderr: Buffer; result: Buffer; durationMs: number }> {
     const started = Date.now();
     const child = this.start(body, { tty: false, input: opts.input ?? '', extraFds: opts.resultPipe ? [3] : undefined });
@@ -213,6 +220,7 @@ export class SessionProcesses {
       : undefined;
     try {
       const done = await outputOf(child, EXEC_OUTPUT_MAX);
+      if (opts.refuseMissing && done.error) throw notStarted(body, done.error);
       const stderr = done.error ? Buffer.concat([done.stderr, Buffer.from(`${startError(done.error)}\n`)]) : done.stderr;
       return {
         exitCode: timedOut ? TIMEOUT_EXIT : exitCodeOf(done),
@@ -243,7 +251,15 @@ export class SessionProcesses {
       release();
       this.forgetOldExited();
     });
-    await child.started.catch(() => {});
+    const failed = await child.started.then(
+      () => undefined,
+      (err: { message: string; code?: string }) => err,
+    );
+    // Kernel answers a program that cannot start with an error, not a process that ran.
+    if (failed && !tty) {
+      this.processes.delete(proc.id);
+      throw notStarted(body, failed);
+    }
     return { process_id: proc.id, pid: proc.pid, started_at: proc.startedAt.toISOString() };
   }
 

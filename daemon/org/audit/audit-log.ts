@@ -99,12 +99,17 @@ export class AuditLog {
   }
 
   async list(scope: Scope, q: ListAuditLogsQuery): Promise<{ items: AuditLogEntry[]; nextToken?: string }> {
-    const { page, more } = await this.page(scope, q, q.page_token, q.limit ?? 20);
+    const { page, more } = await this.page(
+      scope,
+      q,
+      q.page_token === undefined ? undefined : { value: q.page_token, field: 'page_token' },
+      q.limit ?? 20,
+    );
     return { items: page.map(({ org_id: _org, ...e }) => e), nextToken: more ? token(page.at(-1)!) : undefined };
   }
 
   async exportChunk(scope: Scope, q: ExportAuditLogsQuery): Promise<AuditChunk> {
-    const { page, more } = await this.page(scope, q, q.cursor, q.limit ?? 10_000);
+    const { page, more } = await this.page(scope, q, q.cursor === undefined ? undefined : { value: q.cursor, field: 'cursor' }, q.limit ?? 10_000);
     const text = Buffer.from(page.map(({ org_id: _org, ...e }) => `${JSON.stringify(e)}\n`).join(''));
     const body = q.format === 'jsonl.gz' ? await gzipAsync(text) : text;
     return {
@@ -226,11 +231,16 @@ export class AuditLog {
    * The scope's entries matching the filters, newest first, after the cursor; and whether more
    * follow. The file is streamed oldest first, up to the cursor's entry.
    */
-  private async page(scope: Scope, q: Filters, cursor: string | undefined, limit: number): Promise<{ page: AuditRecord[]; more: boolean }> {
+  private async page(
+    scope: Scope,
+    q: Filters,
+    cursor: { value: string; field: string } | undefined,
+    limit: number,
+  ): Promise<{ page: AuditRecord[]; more: boolean }> {
     const start = Date.parse(q.start);
     const end = Date.parse(q.end);
     if (!(start < end)) throw BadRequestError.field('end', 'must be after start');
-    const after = cursor === undefined ? undefined : this.decode(cursor);
+    const after = cursor ? this.decode(cursor.value, cursor.field) : undefined;
     const excluded = new Set(list(q.exclude_method).map((m) => m.toUpperCase()));
     const search = q.search?.toLowerCase();
     const users = new Set(list(q.search_user_id));
@@ -283,9 +293,10 @@ export class AuditLog {
     });
   }
 
-  private decode(cursor: string): string {
+  /** A cursor's entry id; a 400 naming the field the request sent it in otherwise. */
+  private decode(cursor: string, field: string): string {
     const id = Buffer.from(cursor, 'base64url').toString();
-    if (!/^[a-z0-9]{1,64}$/.test(id)) throw BadRequestError.field('page_token', 'is not a token this server gave');
+    if (!/^[a-z0-9]{1,64}$/.test(id)) throw BadRequestError.field(field, 'is not a token this server gave');
     return id;
   }
 }
