@@ -126,10 +126,16 @@ describe('audit log', () => {
     const body = Buffer.from(await gz.arrayBuffer());
     assert.equal(gunzipSync(body).toString().trim().split('\n').length, listed.length);
     // A forged cursor is refused naming the field the request sent it in.
-    const forged = await d.api('GET', `/audit-logs/export/chunk?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&cursor=%2F%2F`);
+    const forged = await d.api(
+      'GET',
+      `/audit-logs/export/chunk?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&cursor=%2F%2F`,
+    );
     assert.equal(forged.status, 400, forged.text);
     assert.match(forged.body.message, /^cursor: /);
-    const forgedPage = await d.api('GET', `/audit-logs?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&page_token=%2F%2F`);
+    const forgedPage = await d.api(
+      'GET',
+      `/audit-logs?start=${encodeURIComponent(window().start)}&end=${encodeURIComponent(window().end)}&page_token=%2F%2F`,
+    );
     assert.match(forgedPage.body.message, /^page_token: /);
   });
 
