@@ -188,7 +188,7 @@ describe('drag step plan', () => {
 });
 
 describe('scroll and screenshot checks', () => {
-  test('vertical notches first, then horizontal; both 0 is a 400', () => {
+  test('vertical notches first, then horizontal; both 0 only moves the pointer', () => {
     const ops = scrollOps({ x: 5, y: 6, delta_x: -2, delta_y: 3 }, screen);
     assert.deepEqual(
       ops.filter((o) => o.op === 'wheel'),
@@ -197,7 +197,16 @@ describe('scroll and screenshot checks', () => {
         { op: 'wheel', axis: 'x', notches: -2 },
       ],
     );
-    assertField(() => scrollOps({ x: 5, y: 6 }, screen), 'delta_y');
+    // Kernel's SDK sends only x and y when no delta is set: a move there, no wheel.
+    const still = scrollOps({ x: 5, y: 6 }, screen);
+    assert.deepEqual(
+      still.filter((o) => o.op === 'wheel'),
+      [],
+    );
+    assert.ok(
+      still.some((o) => o.op === 'moveTo' && (o as { x?: number }).x === 5 && (o as { y?: number }).y === 6),
+      JSON.stringify(still),
+    );
     assertField(() => scrollOps({ x: 5, y: 900, delta_y: 1 }, screen), 'x');
   });
 

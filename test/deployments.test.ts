@@ -329,7 +329,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
     const zip = new Blob([new Uint8Array(await sampleZip())]);
     const cases: [Record<string, string | Blob>, RegExp][] = [
       [{ entrypoint_rel_path: 'index.ts' }, /^file: is required/],
-      [{ file: zip }, /entrypoint_rel_path is required/],
+      [{ file: zip }, /^entrypoint_rel_path: is required/],
       [{ file: new Blob(['not a zip at all']), entrypoint_rel_path: 'index.ts' }, /^file: not a readable zip archive/],
       [{ file: zip, entrypoint_rel_path: 'missing.ts' }, /^entrypoint_rel_path: missing\.ts is not a file in the zip \(its top level: .*index\.ts/],
       [{ file: zip, entrypoint_rel_path: '../index.ts' }, /^entrypoint_rel_path: may not contain \.\./],
@@ -338,7 +338,22 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
       [{ file: zip, entrypoint_rel_path: 'index.ts', 'env_vars[1BAD]': 'x' }, /env_vars\.1BAD is not a known field/],
       [{ file: zip, entrypoint_rel_path: 'index.ts', region: 'eu-west-1' }, /region must be "aws\.us-east-1a"/],
       [{ file: zip, entrypoint_rel_path: 'index.ts', colour: 'blue' }, /colour is not a known field/],
-      [{ file: zip, entrypoint_rel_path: 'index.ts', source: '{"type":"github"}' }, /^source: repository sources/],
+      [
+        {
+          file: zip,
+          entrypoint_rel_path: 'index.ts',
+          source: JSON.stringify({ type: 'github', url: 'https://x.example/a', ref: 'main', entrypoint: 'index.ts' }),
+        },
+        /^source: give the app as a zip in `file` or as a `source`, not both/,
+      ],
+      [{ source: 'not json' }, /^source: must be a JSON object$/],
+      [{ source: '{"type":"github"}' }, /source/],
+      [{ source: JSON.stringify({ type: 'github', url: 'file:///etc', ref: 'main', entrypoint: 'index.ts' }) }, /source\.url/],
+      [{ source: JSON.stringify({ type: 'github', url: 'https://x.example/a', ref: '--upload-pack=x', entrypoint: 'index.ts' }) }, /source\.ref/],
+      [
+        { source: JSON.stringify({ type: 'github', url: 'https://x.example/a', ref: 'main', entrypoint: 'index.ts', path: '../up' }) },
+        /source\.path/,
+      ],
       [{ file: zip, entrypoint_rel_path: 'index.ts', force: 'maybe' }, /force must be boolean/],
     ];
     for (const [fields, message] of cases) {

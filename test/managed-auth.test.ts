@@ -78,6 +78,7 @@ describe('managed auth (auth connections)', () => {
     const handoff = await fetch(`${d.baseUrl}/auth/handoff/${login.handoff_code}`, { redirect: 'manual' });
     assert.deepEqual([handoff.status, handoff.headers.get('location')], [302, login.hosted_url]);
     assert.equal((await fetch(`${d.baseUrl}/auth/handoff/${login.handoff_code}`, { redirect: 'manual' })).status, 404, 'used once');
+    assert.notEqual((await d.cli(['auth', 'connections', 'handoff', login.handoff_code!])).exitCode, 0, 'the CLI finds it spent too');
     assert.equal((await fetch(`${d.baseUrl}/auth/handoff/not-a-code`, { redirect: 'manual' })).status, 404);
     let state = await until(c.id, (s) => s.flow_step === 'AWAITING_INPUT', 'the login form');
     assert.deepEqual(
@@ -176,7 +177,11 @@ describe('managed auth (auth connections)', () => {
       health_check_interval: 2,
     });
     const before = site.logins;
-    await kernel.auth.connections.login(c.id);
+    const login = await kernel.auth.connections.login(c.id);
+    // Its handoff code through the CLI: the hosted URL, once.
+    const handoff = await d.cli(['auth', 'connections', 'handoff', (login as { handoff_code?: string }).handoff_code!]);
+    assert.equal(handoff.exitCode, 0, handoff.stderr);
+    assert.equal(handoff.stdout.trim(), login.hosted_url);
     await until(c.id, (s) => s.flow_status === 'SUCCESS' && s.status === 'AUTHENTICATED', 'the login with the stored credential');
     assert.equal(site.logins, before + 1);
 

@@ -146,6 +146,14 @@ export function authConnectionsCommand(): Command {
       if (o.json) printJson(r);
       else process.stdout.write(`${r.hosted_url}\n`);
     });
+  covers(connections.command('handoff'), 'redeemAuthHandoff')
+    .description("spend a login's handoff code: prints the hosted URL it leads to (once)")
+    .argument('<code>', 'the handoff_code a login answered')
+    .addHelpText('after', '\nExample:\n  rbrowse auth connections handoff CODE')
+    .action(async (code: string, _o, cmd: Command) => {
+      const r = await (await clientFor(cmd)).request('redeemAuthHandoff', { params: { code } });
+      process.stdout.write(`${r.headers.location}\n`);
+    });
   covers(connections.command('submit'), 'submitAuthConnection')
     .description('fill the login form with these values and submit it')
     .argument('<id>')

@@ -13,9 +13,10 @@ import { lazyValidator } from '../lib/validators.js';
 const validateForm = lazyValidator<DeployForm>(DeployFormSchema, { coerceTypes: true });
 
 export interface ReceivedDeploy {
-  form: DeployForm;
-  /** Hex sha256 of the zip, computed while it streamed to disk. */
-  checksum: string;
+  /** With its entrypoint resolved: the zip's, or the source's. */
+  form: DeployForm & { entrypoint_rel_path: string };
+  /** Hex sha256 of the zip, computed while it streamed to disk; undefined for a `source` to fetch. */
+  checksum?: string;
 }
 
 /** `env_vars[KEY]` (the Node SDK) or `env_vars.KEY` (the Go SDK). */
@@ -65,31 +66,34 @@ export async function receiveDeploy(
       const env = ENV_FIELD.exec(part.fieldname);
       if (env) envVars[env[1] ?? env[2]!] = part.value;
       else if (part.fieldname === 'env_vars') Object.assign(envVars, jsonObject('env_vars', part.value));
-      else if (part.fieldname === 'source') {
-        throw BadRequestError.field('source', "repository sources are fetched by Kernel's cloud; upload the app as a zip in `file`");
-      } else fields[part.fieldname] = part.value;
+      else if (part.fieldname === 'source') fields.source = jsonObject('source', part.value, '');
+      else fields[part.fieldname] = part.value;
     }
-    if (checksum === undefined) throw BadRequestError.field('file', 'is required: a zip of the app directory');
     const form = { ...fields, ...(Object.keys(envVars).length ? { env_vars: envVars } : {}) };
     if (!validateForm(form)) {
       const details = validationDetails(validateForm.errors ?? [], 'form');
       throw new BadRequestError(`invalid form: ${details.map((d) => d.message).join('; ')}`, details);
     }
-    return { form: { ...form, entrypoint_rel_path: entrypointPath(form.entrypoint_rel_path) }, checksum };
+    if (form.source && checksum !== undefined) throw BadRequestError.field('source', 'give the app as a zip in `file` or as a `source`, not both');
+    if (!form.source && checksum === undefined)
+      throw BadRequestError.field('file', 'is required: a zip of the app directory (or a `source` to fetch it from)');
+    const entrypoint = form.source?.entrypoint ?? form.entrypoint_rel_path;
+    if (entrypoint === undefined) throw BadRequestError.field('entrypoint_rel_path', 'is required');
+    return { form: { ...form, entrypoint_rel_path: entrypointPath(entrypoint) }, ...(checksum !== undefined ? { checksum } : {}) };
   } catch (err) {
     await rm(zipPath, { force: true });
     throw err;
   }
 }
 
-function jsonObject(field: string, value: unknown): Record<string, unknown> {
+function jsonObject(field: string, value: unknown, otherwise = 'or sent as env_vars[KEY] fields'): Record<string, unknown> {
   try {
     const parsed = JSON.parse(String(value)) as unknown;
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
   } catch {
     // refused below
   }
-  throw BadRequestError.field(field, 'must be a JSON object, or sent as env_vars[KEY] fields');
+  throw BadRequestError.field(field, `must be a JSON object${otherwise ? `, ${otherwise}` : ''}`);
 }
 
 /** The entrypoint as a clean path inside the app: relative, no `..`, no backslashes. */

@@ -27,7 +27,7 @@ import { EventStream, type StreamEvent } from '../lib/sse.js';
 import { paginate, type ListPage } from '../lib/paging.js';
 import type { OrgRecord } from '../lib/owned-records.js';
 import type { Store } from '../lib/state/store.js';
-import { BuildError, installDependencies, installPythonDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
+import { BuildError, fetchGitSource, installDependencies, installPythonDependencies, linkSdk, loadApps, type LoadedApp } from './build-steps.js';
 import { BOX_NPMRC, npmSettings } from './npm-settings.js';
 import { packageVersion } from '../box/box-runtime.js';
 import { receiveDeploy } from './deploy-form.js';
@@ -51,7 +51,10 @@ export interface DeploymentRecord {
   entrypoint_rel_path: string;
   version: string;
   env_vars: Record<string, string>;
-  source_checksum: string;
+  /** The zip's sha256, or the fetched tree's once it is fetched. */
+  source_checksum?: string;
+  /** Where the code is fetched from, when it was not uploaded (its token is never stored). */
+  source?: { url: string; ref: string; path?: string };
   /** What the entrypoint registers; filled when the deployment starts running. */
   apps: AppVersionRecord[];
 }
@@ -98,6 +101,8 @@ const now = () => new Date().toISOString();
 export class Deployments {
   private readonly logs = new Map<string, EventLog>();
   private readonly builds = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** The tokens of sources still to fetch, in memory until their fetch: never written anywhere. */
+  private readonly sourceTokens = new Map<string, string>();
   private readonly holds = new Map<string, number>();
   /** Images being made again from their archives (after a reboot), by deployment. */
   private readonly restoring = new Map<string, Promise<string>>();
@@ -175,7 +180,10 @@ export class Deployments {
     return restoring;
   }
 
-  /** POST /deployments: receives and unpacks the zip (400 for a bad one), then builds in the background. */
+  /**
+   * POST /deployments: receives and unpacks the zip (400 for a bad one), or takes the `source` to
+   * fetch, then builds in the background.
+   */
   async create(org: OrgRecord, parts: AsyncIterable<Multipart>): Promise<Deployment> {
     const id = newId();
     this.deps.storage?.assertRoomFor(org as Scope, 'deployments');
@@ -183,18 +191,20 @@ export class Deployments {
     const room = await this.deps.storage?.roomFor(org as Scope, 'the deployment');
     await mkdir(this.deps.dir, { recursive: true, mode: 0o700 });
     const zipPath = join(this.deps.dir, `.upload-${id}.zip`);
-    let unpacked: Awaited<ReturnType<typeof extractZip>>;
+    let unpacked: Awaited<ReturnType<typeof extractZip>> | undefined;
     let received: Awaited<ReturnType<typeof receiveDeploy>>;
     try {
       received = await receiveDeploy(parts, zipPath, room);
-      const zipBytes = (await stat(zipPath)).size;
       await mkdir(this.appDir(id), { mode: 0o700 });
-      unpacked = await extractZip(
-        zipPath,
-        this.sourceDir(id),
-        'file',
-        room ? { ...DEFAULT_UNZIP_LIMITS, room: { bytes: room.bytes - zipBytes, refusal: room.refusal } } : undefined,
-      );
+      if (!received.form.source) {
+        const zipBytes = (await stat(zipPath)).size;
+        unpacked = await extractZip(
+          zipPath,
+          this.sourceDir(id),
+          'file',
+          room ? { ...DEFAULT_UNZIP_LIMITS, room: { bytes: room.bytes - zipBytes, refusal: room.refusal } } : undefined,
+        );
+      }
     } catch (err) {
       await removeTree(this.appDir(id), this.deps.log);
       throw err;
@@ -202,14 +212,11 @@ export class Deployments {
       await rm(zipPath, { force: true });
     }
     const { form, checksum } = received;
-    if (!unpacked.files.includes(form.entrypoint_rel_path)) {
+    if (unpacked && !unpacked.files.includes(form.entrypoint_rel_path)) {
       await removeTree(this.appDir(id), this.deps.log);
-      const top = [...new Set(unpacked.files.map((f) => f.split('/')[0]!.concat(f.includes('/') ? '/' : '')))].slice(0, 10);
-      throw BadRequestError.field(
-        'entrypoint_rel_path',
-        `${form.entrypoint_rel_path} is not a file in the zip (its top level: ${top.join(', ') || 'nothing'})`,
-      );
+      throw BadRequestError.field('entrypoint_rel_path', missingEntrypoint(form.entrypoint_rel_path, unpacked.files, 'the zip'));
     }
+    const source = form.source;
     const rec: DeploymentRecord = {
       id,
       org_id: org.id,
@@ -218,12 +225,14 @@ export class Deployments {
       entrypoint_rel_path: form.entrypoint_rel_path,
       version: form.version ?? 'latest',
       env_vars: form.env_vars ?? {},
-      source_checksum: checksum,
+      ...(checksum ? { source_checksum: checksum } : {}),
+      ...(source ? { source: { url: source.url, ref: source.ref, ...(source.path ? { path: source.path } : {}) } } : {}),
       apps: [],
     };
+    if (source?.auth) this.sourceTokens.set(id, source.auth.token);
     await this.deps.store.update((s) => s.deployments.push(rec));
     this.emitState(rec);
-    this.emitLog(rec, `received ${unpacked.files.length} files (${unpacked.bytes} bytes, sha256 ${checksum})`);
+    if (unpacked) this.emitLog(rec, `received ${unpacked.files.length} files (${unpacked.bytes} bytes, sha256 ${checksum})`);
     const queued = this.view(rec);
     this.startBuild(rec);
     return queued;
@@ -368,8 +377,9 @@ export class Deployments {
         ...(npm ? { etcFiles: [[BOX_NPMRC, npm.build], ...npm.files] } : {}),
       });
       const files = new FileOps(box);
-      await files.unpack(BOX_APP, await tarOf(source));
       const opts = { box, env, signal, log };
+      if (rec.source) await this.fetchSource(rec, files, opts);
+      else await files.unpack(BOX_APP, await tarOf(source));
       if (!npm) await installPythonDependencies(source, opts);
       else {
         await installDependencies(source, { ...opts, npm, sdkVersion: packageVersion('@onkernel/sdk') });
@@ -393,6 +403,36 @@ export class Deployments {
       return;
     }
     if (!signal.aborted) await this.markRunning(rec, apps);
+  }
+
+  /**
+   * A `source` deployment's code: fetched by git into the build box's /app, then a copy on the
+   * daemon's side, unpacked from a zip of it as an upload's would be (the build reads its
+   * package.json and lockfile there, and its limits hold). Its entrypoint must be there.
+   */
+  private async fetchSource(
+    rec: DeploymentRecord,
+    files: FileOps,
+    opts: { box: Box; env: Record<string, string>; signal: AbortSignal; log: (line: string) => void },
+  ): Promise<void> {
+    const token = this.sourceTokens.get(rec.id);
+    this.sourceTokens.delete(rec.id);
+    const checksum = await fetchGitSource({ ...rec.source!, ...(token ? { token } : {}) }, opts);
+    const zipPath = join(this.deps.dir, `.fetched-${rec.id}.zip`);
+    try {
+      await pipeline(await files.zipDirectory(BOX_APP), createWriteStream(zipPath, { mode: 0o600 }));
+      const unpacked = await extractZip(zipPath, this.sourceDir(rec.id), 'source');
+      if (!unpacked.files.includes(rec.entrypoint_rel_path)) {
+        throw new BuildError(missingEntrypoint(rec.entrypoint_rel_path, unpacked.files, 'the repository'));
+      }
+      this.emitLog(rec, `fetched ${unpacked.files.length} files (${unpacked.bytes} bytes, sha256 ${checksum})`);
+    } catch (err) {
+      if (err instanceof BadRequestError) throw new BuildError(`the fetched source cannot be used: ${err.message}`);
+      throw err;
+    } finally {
+      await rm(zipPath, { force: true });
+    }
+    await this.deps.store.update(() => void (rec.source_checksum = checksum));
   }
 
   /**
@@ -530,11 +570,12 @@ export class Deployments {
   }
 
   private view(rec: DeploymentRecord): Deployment {
-    const { org_id: _org, apps, env_vars, ...fields } = rec;
+    const { org_id: _org, apps, env_vars, source, ...fields } = rec;
     return {
       ...fields,
       region: REGION,
-      source_type: 'file',
+      source_type: source ? 'github' : 'file',
+      ...(source ? { source_url: source.url, source_ref: source.ref, ...(source.path ? { source_path: source.path } : {}) } : {}),
       env_vars: redacted(env_vars),
       app_names: apps.map((a) => a.name),
     };
@@ -570,4 +611,10 @@ async function packApp(files: FileOps, archive: string): Promise<void> {
     await rm(temp, { force: true });
     throw new BuildError(`the installed app could not be archived: ${(err as Error).message}`);
   }
+}
+
+/** Why an entrypoint is not there, with the top level of what is. */
+function missingEntrypoint(entrypoint: string, files: string[], where: string): string {
+  const top = [...new Set(files.map((f) => f.split('/')[0]!.concat(f.includes('/') ? '/' : '')))].slice(0, 10);
+  return `${entrypoint} is not a file in ${where} (its top level: ${top.join(', ') || 'nothing'})`;
 }

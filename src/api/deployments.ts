@@ -22,17 +22,52 @@ const EnvVarsSchema = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]
   additionalProperties: false,
 });
 
+/** A relative path inside the app or the repository: no `..`, no leading `/` or `-`. */
+const RelativePathSchema = Type.String({ minLength: 1, maxLength: 1024, pattern: '^(?![/-])(?!.*(^|/)\\.\\.(/|$))[^\\u0000-\\u001f\\\\]+$' });
+
+/**
+ * Kernel's `source`: the app's code fetched from a git repository instead of uploaded. Kernel
+ * downloads it from GitHub; here git fetches it, in the build's box, from wherever the machine
+ * reaches (GitHub, a company's git server, a mirror on the LAN).
+ */
+export const GitSourceSchema = Type.Object(
+  {
+    type: Type.Literal('github'),
+    url: Type.String({ pattern: '^https?://[^\\s]+$', maxLength: 2048, description: 'The repository (https; without blob/tree suffixes)' }),
+    ref: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^(?!-)[A-Za-z0-9._/+@-]+$',
+      description: 'A branch, tag or commit SHA',
+    }),
+    entrypoint: RelativePathSchema,
+    path: Type.Optional(RelativePathSchema),
+    auth: Type.Optional(
+      Type.Object(
+        { method: Type.Literal('github_token'), token: Type.String({ minLength: 1, maxLength: 4096 }) },
+        { additionalProperties: false, description: 'A token for a private repository: sent to it, never stored' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type GitSource = Static<typeof GitSourceSchema>;
+
 /**
  * The text fields of POST /deployments (multipart, beside the zip in `file`), as the SDKs send
- * them: `env_vars[KEY]` (Node) or `env_vars.KEY` (Go) are gathered into env_vars first.
+ * them: `env_vars[KEY]` (Node) or `env_vars.KEY` (Go) are gathered into env_vars first; `source`
+ * is JSON, instead of `file`.
  */
 export const DeployFormSchema = Type.Object(
   {
-    entrypoint_rel_path: Type.String({
-      minLength: 1,
-      maxLength: 1024,
-      description: 'Path of the entrypoint inside the zip (relative, no ..)',
-    }),
+    entrypoint_rel_path: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description: 'Path of the entrypoint inside the zip (relative, no ..); with a source, its entrypoint',
+      }),
+    ),
+    source: Type.Optional(GitSourceSchema),
     version: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\u0000-\\u001f]+$', description: 'Default latest' })),
     env_vars: Type.Optional(EnvVarsSchema),
     force: Type.Optional(Type.Boolean({ description: 'Accepted; a deploy of the same app and version always replaces the old one' })),
@@ -56,8 +91,11 @@ export const DeploymentSchema = Type.Object(
     }),
     version: Type.String({ description: 'The version label the deploy was given (default latest)' }),
     app_names: Type.Array(Type.String(), { description: 'Apps the entrypoint registers; known once loaded' }),
-    source_type: Type.Literal('file'),
-    source_checksum: Type.String({ description: 'Hex sha256 of the uploaded zip' }),
+    source_type: Type.Union([Type.Literal('file'), Type.Literal('github')]),
+    source_checksum: Type.Optional(Type.String({ description: 'Hex sha256 of the uploaded zip, or of the fetched tree (as a tar) once fetched' })),
+    source_url: Type.Optional(Type.String({ description: 'A fetched deployment: the repository' })),
+    source_ref: Type.Optional(Type.String({ description: 'A fetched deployment: the ref asked for' })),
+    source_path: Type.Optional(Type.String({ description: 'A fetched deployment: the directory of the repository deployed, if not its root' })),
   },
   { description: 'A deployment of app code' },
 );
