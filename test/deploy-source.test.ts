@@ -16,7 +16,7 @@ import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 const TOKEN = 'ghp_test-token-for-the-private-repo';
 const APP = `import Kernel from '@onkernel/sdk';
 const app = new Kernel().app('from-git');
-app.action('where', async () => ({ from: 'git' }));
+app.action('where', async (_ctx) => ({ from: 'git' }));
 `;
 
 interface GitServer {
