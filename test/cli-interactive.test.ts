@@ -89,10 +89,12 @@ describe('GET /watch: the live feed', () => {
       const left = Date.parse(w.timeout_at!) - Date.parse(shown.server_time);
       assert.ok(left > 100_000 && left <= 120_000, `timeout_at is ${left} ms after server_time, not within the 120 s timeout`);
 
-      // A CDP client stops the countdown; leaving restarts it from then.
+      // A CDP client stops the countdown; leaving restarts it from then. The count is taken before
+      // the connect: the snapshot showing the client may arrive before the websocket's open does,
+      // and an unchanged state is never sent again.
+      const from = feed.snapshots.length;
       const ws = new WebSocket(created.body.cdp_ws_url);
       await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-      const from = feed.snapshots.length;
       const connected = await feed.snapshotWhere((s) => sessionIn(s, id!)?.cdp_clients === 1, 'cdp_clients 1', from);
       assert.equal(sessionIn(connected, id)!.timeout_at, null, 'no countdown while a client is connected');
       const closedAt = Date.now();
