@@ -11,8 +11,13 @@ export function intEnv(name: string, fallback: number): number {
  * RBROWSE_HEADLESS_SHELL as the bench was started with: its daemons get it, and raw launches (and
  * Playwright's own) run the build the daemon's headless sessions run.
  */
-export const shellEnv = (): Record<string, string> =>
-  process.env.RBROWSE_HEADLESS_SHELL ? { RBROWSE_HEADLESS_SHELL: process.env.RBROWSE_HEADLESS_SHELL } : {};
+export const shellEnv = (): Record<string, string> => ({
+  ...(process.env.RBROWSE_HEADLESS_SHELL ? { RBROWSE_HEADLESS_SHELL: process.env.RBROWSE_HEADLESS_SHELL } : {}),
+  // A burst of 30 sessions at the default 4 GiB limit each is 120 GiB of memory limits, past what
+  // the daemon grants on a 24 GiB machine (429 at the 23rd). A headless page holds ~180 MiB: 2 GiB
+  // each keeps a burst within the grant, and a limit changes no timing.
+  RBROWSE_SESSION_MEMORY: process.env.RBROWSE_SESSION_MEMORY ?? '2g',
+});
 export const headlessBuild = (): string => resolveHeadlessShell() ?? resolveChromium();
 
 export const progress = (msg: string) => console.error(`[bench] ${msg}`);
