@@ -363,6 +363,9 @@ export class Deployments {
     const source = this.sourceDir(rec.id);
     const log = (line: string) => this.emitLog(rec, line);
     const env = appBaseEnv();
+    // Taken out at once: a build that fails or is cancelled before its fetch leaves no token behind.
+    const token = this.sourceTokens.get(rec.id);
+    this.sourceTokens.delete(rec.id);
     let apps: LoadedApp[];
     let box: Box | undefined;
     try {
@@ -378,7 +381,7 @@ export class Deployments {
       });
       const files = new FileOps(box);
       const opts = { box, env, signal, log };
-      if (rec.source) await this.fetchSource(rec, files, opts);
+      if (rec.source) await this.fetchSource(rec, token, files, opts);
       else await files.unpack(BOX_APP, await tarOf(source));
       if (!npm) await installPythonDependencies(source, opts);
       else {
@@ -412,11 +415,10 @@ export class Deployments {
    */
   private async fetchSource(
     rec: DeploymentRecord,
+    token: string | undefined,
     files: FileOps,
     opts: { box: Box; env: Record<string, string>; signal: AbortSignal; log: (line: string) => void },
   ): Promise<void> {
-    const token = this.sourceTokens.get(rec.id);
-    this.sourceTokens.delete(rec.id);
     const checksum = await fetchGitSource({ ...rec.source!, ...(token ? { token } : {}) }, opts);
     const zipPath = join(this.deps.dir, `.fetched-${rec.id}.zip`);
     try {
