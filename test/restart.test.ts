@@ -15,7 +15,9 @@ after(async () => {
 
 async function daemonPid(): Promise<number> {
   const status = JSON.parse((await d.cli(['daemon', 'status', '--json'])).stdout);
-  assert.equal(status.running, true);
+  // A daemon that went away by itself says why in its log's last lines.
+  const log = status.running ? '' : await readFile(join(d.home, 'logs', 'daemon.log'), 'utf8').catch((err: Error) => String(err));
+  assert.equal(status.running, true, `the daemon is not running; the end of its log:\n${log.split('\n').slice(-30).join('\n')}`);
   return status.pid;
 }
 
