@@ -1,5 +1,5 @@
 /**
- * Filesystem API throughput (issue 4): a 50 MB file written and read through the API of a
+ * Filesystem API throughput: a 50 MB file written and read through the API of a
  * session, against a plain local copy of the same bytes on the same disk. Run: npx tsx bench/fs.ts
  */
 import { randomBytes } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * The live view's costs (issue 3):
+ * The live view's costs:
  *   1. frames per second a viewer actually receives of a page that animates continuously, at each
  *      supported refresh rate (goal: at least 90% of the refresh rate);
  *   2. CPU of the session's Xvfb and x11vnc and of the daemon (its websocket bridge) over the same

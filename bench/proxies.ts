@@ -1,5 +1,5 @@
 /**
- * What the local forwarding proxy every session routes through costs (issue 5): page loads and a
+ * What the local forwarding proxy every session routes through costs: page loads and a
  * 10 MB fetch from a page server on this machine's non-loopback address (proxied: it goes through
  * the session's forwarder, direct as no upstream is set) against the same loads on 127.0.0.1
  * (Chromium's implicit loopback bypass: never proxied), in the same session; a raw Chromium

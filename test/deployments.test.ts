@@ -483,7 +483,7 @@ describe('deployments over HTTP, the SDK and the CLI', () => {
       'a box started ahead for doomed',
     );
     // The ping's own box ends by itself just after its answer, and its teardown runs processes of
-    // its own (CI-like run 39 saw one appear after the snapshot below): it is gone first.
+    // its own (one may appear after the snapshot below): it is gone first.
     await waitFor(async () => (await findMarkedProcesses(d.home, markerOf(ping.id))).length === 0, 30_000, "the ping's box to end");
     const running = await findMarkedProcesses(d.home);
     await kernel.deployments.delete(created.id);

@@ -140,7 +140,7 @@ describe('state that survives', () => {
       assert.ok(!text.includes(token) && !/"(live_)?jwt"/.test(text), `${f} holds no jwt`);
     }
     // The record leaves the document once its processes are gone, a moment after its directory
-    // (CI-like run 54 read the file in between).
+    // (a read can fall in between).
     await waitFor(
       async () => JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8')).sessions.length === 0,
       10_000,

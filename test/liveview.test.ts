@@ -331,7 +331,7 @@ describe('live view of a headless session', () => {
       await readOnly.close();
 
       // The view follows what the browser shows: a page navigated to another colour shows it.
-      // A failure says whether frames stopped coming or came stale (CI-like runs saw it twice).
+      // A failure says whether frames stopped coming or came stale.
       const drawnBefore = await view.evaluate(() => (window as any).frames_drawn as number);
       await page.setContent('<body style="margin:0;background:rgb(30,160,170)"></body>');
       let seen: number[] = [];

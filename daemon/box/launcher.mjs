@@ -20,7 +20,7 @@ import { closeSync, mkdirSync, chownSync, chmodSync, openSync, writeFileSync } f
  * to close (ORPHAN_CLOSE_MS in agent.mjs, 15 s: a close writes the cookies), shorter than a
  * restarted daemon waits for this process (LAUNCHER_GRACE_MS in daemon/sessions/reaper.ts,
  * 20 s). At 7 s a browser still closing on a loaded machine was killed, and a profile saved
- * from it lost its cookies (CI-like runs 21 and 25).
+ * from it lost its cookies.
  */
 const ORPHAN_GRACE_MS = 17_000;
 

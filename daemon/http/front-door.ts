@@ -163,8 +163,8 @@ export class ConnectionGuard {
   private evictWaiting(client?: string): boolean {
     const tiers: [Set<Connection>, (c: Connection) => boolean][] = [
       // One that sent part of a request and stalls goes before one the daemon has not read yet,
-      // whatever their ages: on a saturated loop a client's request can sit unread for long
-      // (CI-like run 42 saw a client's connection cut while a flood's waited).
+      // whatever their ages: on a saturated loop a client's request can sit unread for long, and
+      // cutting it would drop a real client while a flood's idle connection waits.
       [this.fresh, (c) => c.socket.bytesRead > 0],
       [this.fresh, () => true],
       [this.idle, () => true],
@@ -176,8 +176,8 @@ export class ConnectionGuard {
         // Its 'close' comes on a later tick: its place is counted free now.
         this.forget(c);
         // One between requests closes as after its keep-alive timeout; one whose request may
-        // be on its way is told to retry (a websocket handshake cut silently was a 'socket hang
-        // up' in CI-like run 64).
+        // be on its way is told to retry (a websocket handshake cut silently reaches its client as
+        // a bare 'socket hang up').
         if (set === this.idle) c.socket.destroy();
         else refuseOnSocket(c.socket, this.overloaded('the connection was closed for a newer one before it carried a request; send it again'));
         return true;

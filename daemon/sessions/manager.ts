@@ -515,8 +515,8 @@ export class SessionManager {
       if (session.isStopping) throw new NotFoundError(`browser session ${idOrName} not found or ended`);
       return await run(session);
     } catch (err) {
-      // A tool in a box torn down under it fails with what looks like bad input (CI-like run 44:
-      // a 400 for list_files while the session's Xvfb died); the session ending is the answer.
+      // A tool in a box torn down under it fails with what looks like bad input (a 400 for
+      // list_files while the session's Xvfb dies); the session ending is the answer.
       if (err instanceof ApiError && err.status === 400 && session.isStopping) {
         throw new NotFoundError(`browser session ${idOrName} ended while the request ran`);
       }

@@ -152,8 +152,7 @@ export async function killDaemonHard(d: TestDaemon): Promise<void> {
 /**
  * How long a test waits for a browser or box started ahead of demand (a standby browser, a pool's
  * fill, a spare box): those start at the lowest CPU priority so that they never slow a live session,
- * and on a machine kept busy by other test files that can take minutes (CI-like run 28 waited over
- * 60 s for one).
+ * and on a machine kept busy by other test files that can take minutes (over 60 s has been seen).
  */
 export const BACKGROUND_START_MS = 240_000;
 
