@@ -19,51 +19,12 @@ import Kernel, { toFile } from '@onkernel/sdk';
 import { execa } from 'execa';
 import * as tar from 'tar';
 import { appFiles, zipFiles } from '../cli/app-zip.js';
+import { throwawayCa } from './helpers/throwaway-ca.js';
 import { startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 
 const TOKEN = `rbrowse-test-token-${randomBytes(12).toString('hex')}`;
 const CONTROL = `rbrowse-control-${randomBytes(6).toString('hex')}`;
 const DEP = 'rbrowse-fixture-dep';
-
-/** A throwaway CA and a certificate for 127.0.0.1 it signed, made with openssl. */
-async function throwawayCa(dir: string): Promise<{ ca: string; key: string; cert: string }> {
-  const run = (args: string[]) => execa('openssl', args, { cwd: dir });
-  await run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=rbrowse throwaway test CA',
-  ]);
-  await run(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
-  await writeFile(join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-  await run([
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'san.cnf',
-  ]);
-  return { ca: join(dir, 'ca.pem'), key: await readFile(join(dir, 'server.key'), 'utf8'), cert: await readFile(join(dir, 'server.pem'), 'utf8') };
-}
 
 /** A one-package registry over HTTPS that answers only requests with the token. */
 async function privateRegistry(dir: string, tls: { key: string; cert: string }) {

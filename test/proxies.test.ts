@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer } from 'node:net';
@@ -12,6 +12,7 @@ import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { upstreamFor } from '../daemon/features/proxies/upstream.js';
 import { CLI, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
 import { startFixtureServer } from './helpers/fixtures.js';
+import { throwawayCa } from './helpers/throwaway-ca.js';
 import { selfSignedCert, startFixtureProxy, TEST_HOST, type FixtureProxy } from './helpers/forward-proxy.js';
 
 // Characters that break naive URL or header building: @ : % / and non-ASCII.
@@ -92,8 +93,8 @@ async function via(page: Page, path: string): Promise<string> {
 
 /**
  * Opens a websocket to TEST_HOST in the page (a CONNECT tunnel through the proxies) and returns what
- * it said. A failure says how the socket closed and what the proxy expected to serve it had seen
- * (CI-like run 50 saw this fail once, with nothing else to go on).
+ * it said. A failure says how the socket closed and what the proxy expected to serve it had seen,
+ * so a rare failure carries what is needed to understand it.
  */
 async function openSocket(page: Page, proxy: FixtureProxy): Promise<string> {
   const started = Date.now();
@@ -131,51 +132,11 @@ async function sessionProcessText(): Promise<string> {
   return texts.join('\n');
 }
 
-/** A throwaway CA and a certificate for 127.0.0.1 it signed (a MITM proxy's CA and what it would present). */
+/** A MITM proxy's CA and the certificate it would present for 127.0.0.1, in a directory of their own. */
 async function testAuthority() {
   const dir = await mkdtemp(join(tmpdir(), 'rbrowse-ca-'));
-  const run = (args: string[]) => execa('openssl', args, { cwd: dir });
-  await run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=rbrowse test MITM CA',
-  ]);
-  await run(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=127.0.0.1']);
-  await writeFile(join(dir, 'leaf.cnf'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n');
-  await run([
-    'x509',
-    '-req',
-    '-in',
-    'leaf.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'leaf.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'leaf.cnf',
-  ]);
-  const read = (f: string) => readFile(join(dir, f), 'utf8');
-  return {
-    caPem: await read('ca.pem'),
-    leafKey: await read('leaf.key'),
-    leafCert: await read('leaf.pem'),
-    remove: () => rm(dir, { recursive: true, force: true }),
-  };
+  const { caPem, key, cert } = await throwawayCa(dir);
+  return { caPem, leafKey: key, leafCert: cert, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
 function assertFieldError(res: { status: number; body: any; text: string; headers: Headers }, field: string) {

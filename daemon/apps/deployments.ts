@@ -538,13 +538,8 @@ export class Deployments {
   }
 
   private summary(rec: DeploymentRecord, app: AppVersionRecord): Omit<StreamEvent, 'event'> {
-    return {
-      id: app.id,
-      app_name: app.name,
-      version: rec.version,
-      region: REGION,
-      actions: app.actions.map(({ name }) => ({ name, input_schema: null, output_schema: null })),
-    };
+    const { env_vars: _env, deployment: _deployment, ...summary } = this.appView(rec, app);
+    return summary;
   }
 
   private find(org: OrgRecord, id: string): DeploymentRecord {
@@ -589,6 +584,7 @@ export class Deployments {
       app_name: app.name,
       version: rec.version,
       region: REGION,
+      // Kernel's schemas of an action: null, its answer when it cannot generate them (no app's types are read here).
       actions: app.actions.map(({ name }) => ({ name, input_schema: null, output_schema: null })),
       env_vars: redacted(rec.env_vars),
       deployment: rec.id,
