@@ -156,7 +156,9 @@ describe('deployments from a git repository (source)', () => {
     assert.deepEqual([created.source_url, created.source_ref, created.source_path], [`${git.url}/public.git`, 'main', 'app']);
     assert.equal(created.entrypoint_rel_path, 'index.mjs');
     const dep = (await settle(created.id))!;
-    assert.equal(dep.status, 'running', dep.status_reason ?? '');
+    // A failed fetch shows git's own output, from the deployment's events.
+    const events = dep.status === 'running' ? '' : (await d.api('GET', `/deployments/${created.id}/events`)).text;
+    assert.equal(dep.status, 'running', `${dep.status_reason ?? ''}\n${events}`);
     assert.match(dep.source_checksum ?? '', /^[0-9a-f]{64}$/, 'the fetched tree is hashed');
     assert.deepEqual(await run(), { status: 'succeeded', output: { from: 'git' } });
   });
