@@ -66,7 +66,7 @@ const fixture = defineConfig({
 
 const daemonAndCli = defineConfig({
   // cdp-relay: the process that carries the CDP gateway's connections (daemon/http/gateways/cdp-relay.ts).
-  entry: { cli: 'cli/main.ts', daemon: 'daemon/entry.ts', 'cdp-relay': 'daemon/http/gateways/cdp-relay-process.ts' },
+  entry: { cli: 'cli/main.ts', daemon: 'daemon/start.ts', 'cdp-relay': 'daemon/http/gateways/cdp-relay-process.ts' },
   format: ['esm'],
   platform: 'node',
   target: 'node24',

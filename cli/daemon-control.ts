@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { exchange } from '../src/http-exchange.js';
 import { DEFAULT_HOST, defaultPort, homePaths, resolveHome, type DaemonInfo } from '../src/config.js';
-import { isAlive, sleep } from '../daemon/lib/procs.js';
+import { isAlive, sleep } from '../src/pids.js';
 
 export const paths = () => homePaths(resolveHome());
 

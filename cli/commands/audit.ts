@@ -6,7 +6,7 @@ import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printJson, printList } from '../output.js';
 import { count } from '../arg-parsers.js';
-import { sinceTime } from '../../daemon/lib/event-log.js';
+import { sinceTime } from '../../src/since-time.js';
 
 /** A time as RFC 3339, or a duration ago (30m, 24h, 7d): the parser of the follows' --since. */
 function when(value: string): string {

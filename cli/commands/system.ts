@@ -15,7 +15,6 @@ import { printDaemonLog } from '../daemon-logs.js';
 import { covers } from '../operations.js';
 import { printCheck, printFields, printJson } from '../output.js';
 import { animated, startDaemonWithProgress, withProgress } from '../progress.js';
-import { detectBoxSupport } from '../../daemon/box/support.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -48,7 +47,7 @@ export function daemonCommand(): Command {
     .addHelpText('after', '\nExamples:\n  rbrowse daemon start --port 7331\n  rbrowse daemon start --standby headless=2,headful@1024x768,learn=1')
     .action(async (o) => {
       if (o.foreground) {
-        const { runDaemon } = await import('../../daemon/main.js');
+        const { runDaemon } = await import('../../daemon/entry.js');
         await runDaemon({ host: o.host, port: o.port, standby: o.standby });
         return;
       }
@@ -241,7 +240,8 @@ const size = (bytes: number) => (bytes >= 1024 ** 3 ? `${+(bytes / 1024 ** 3).to
  * of the per-session limits the host lets the daemon enforce.
  */
 async function boxChecks(): Promise<Check[]> {
-  const { support } = await detectBoxSupport(paths().home);
+  const { hostSupport } = await import('../../daemon/entry.js');
+  const { support, machineBytes: machine, grants } = await hostSupport(paths().home);
   const checks: Check[] = [];
   checks.push(
     support.namespaces.ok
@@ -277,9 +277,6 @@ async function boxChecks(): Promise<Check[]> {
         },
   );
   // What all boxes together may be granted, and what they are held to.
-  const { boxesMemoryBytes, memoryGrantsFromEnv } = await import('../../daemon/box/limits.js');
-  const machine = boxesMemoryBytes();
-  const grants = memoryGrantsFromEnv(machine);
   checks.push({
     name: 'limits total',
     state: 'ok',

@@ -31,7 +31,8 @@ import { BuildError, fetchGitSource, installDependencies, installPythonDependenc
 import { BOX_NPMRC, npmSettings } from './npm-settings.js';
 import { packageVersion } from '../box/box-runtime.js';
 import { receiveDeploy } from './deploy-form.js';
-import { EventLog, sinceTime } from '../lib/event-log.js';
+import { EventLog } from '../lib/event-log.js';
+import { sinceTime } from '../../src/since-time.js';
 import { appBaseEnv, isPythonEntrypoint } from './harness-command.js';
 
 export interface AppVersionRecord {

@@ -1,5 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { isAlive, signal, sleep } from '../../src/pids.js';
+
+// Also the CLI's (it watches the daemon's pid), hence in src/.
+export { isAlive, signal, sleep };
 
 /** Environment markers every process rbrowse starts carries, so it can be found again from /proc alone. */
 export const HOME_MARK = 'RBROWSE_HOME';
@@ -52,28 +55,6 @@ export const statFields = (stat: string): string[] => stat.slice(stat.lastIndexO
 /** The parent pid in the text of /proc/PID/stat. */
 export const parentOf = (stat: string): number => Number(statFields(stat)[1]);
 
-export function signal(pid: number, sig: NodeJS.Signals | 0): boolean {
-  try {
-    process.kill(pid, sig);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Whether a process runs. A zombie does not: an exited daemon or browser lingers as one until
- * its parent (often init) reaps it, and must not count as a running process meanwhile.
- */
-export function isAlive(pid: number): boolean {
-  if (!signal(pid, 0)) return false;
-  try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'latin1'));
-  } catch {
-    return false;
-  }
-}
-
 /** Kills a process group (the leader may already be gone while members remain). */
 export const killGroup = (pgid: number, sig: NodeJS.Signals = 'SIGKILL'): boolean => signal(-pgid, sig);
 
@@ -94,8 +75,6 @@ export async function killMarked(home: string, sessionId?: string): Promise<numb
   if (pids.length) await waitGone(pids);
   return pids;
 }
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Resolves true once the promise settles within ms, false on time-out. */
 export async function within(ms: number, p: Promise<unknown>): Promise<boolean> {

@@ -1,5 +1,5 @@
 import type { TelemetryEnvelope, TelemetryEventsQuery } from '../../../src/api/telemetry.js';
-import { sinceTime } from '../../lib/event-log.js';
+import { sinceTime } from '../../../src/since-time.js';
 import type { EventStream } from '../../lib/sse.js';
 import type { ListPage } from '../../lib/paging.js';
 import type { DevToolsEndpoint } from '../../browser/chromium.js';

@@ -1,0 +1,3 @@
+import { runDaemonFromArgv } from './entry.js';
+
+await runDaemonFromArgv(process.argv);
