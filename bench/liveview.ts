@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { chromium, type Browser, type Page } from 'playwright';
 import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
-import type { BrowserSession } from '../src/api/schemas.js';
+import type { BrowserSession } from '../src/api/browsers.js';
 import { SUPPORTED_VIEWPORTS, formatViewport, type Viewport } from '../src/viewport.js';
 import type { TestDaemon } from '../test/helpers/daemon.js';
 import { launchViewer, openLiveView } from '../test/helpers/viewer.js';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { chromium } from 'playwright';
-import type { BrowserSession } from '../src/api/schemas.js';
+import type { BrowserSession } from '../src/api/browsers.js';
 import { startTestDaemon, tornDown, type TestDaemon } from '../test/helpers/daemon.js';
 import { startFixtureServer } from '../test/helpers/fixtures.js';
 import { headlessBuild, shellEnv } from './lifecycle.js';

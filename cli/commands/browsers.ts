@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { which } from '../../src/system-deps.js';
-import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody } from '../../src/api/browsers.js';
 import { TELEMETRY_CATEGORIES, type TelemetryRequest } from '../../src/api/telemetry-config.js';
 import { ApiCallError } from '../../src/client.js';
 import { clientFor } from '../context.js';

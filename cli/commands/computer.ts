@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { BatchBody } from '../../src/api/schemas.js';
+import type { BatchBody } from '../../src/api/computer.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';
 import { printJson } from '../output.js';

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import type { BrowserPool, CreatePoolBody, UpdatePoolBody } from '../../src/api/schemas.js';
+import type { BrowserPool, CreatePoolBody, UpdatePoolBody } from '../../src/api/pools.js';
 import type { RbrowseClient } from '../../src/client.js';
 import { clientFor } from '../context.js';
 import { covers } from '../operations.js';

@@ -1,4 +1,4 @@
-import type { BrowserPool } from '../../src/api/schemas.js';
+import type { BrowserPool } from '../../src/api/pools.js';
 import type { WatchInvocation, WatchSession } from '../../src/api/watch.js';
 import { viewportText } from '../commands/browsers.js';
 import { age, timeLeft } from '../output.js';

@@ -6,7 +6,7 @@ import {
   type ListInvocationsQuery,
   type UpdateInvocationBody,
 } from '../../src/api/invocations.js';
-import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody } from '../../src/api/browsers.js';
 import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { sleep, within } from '../lib/procs.js';

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody } from '../../src/api/browsers.js';
 import { BadRequestError } from '../../src/errors.js';
 import { MANAGED_POLICIES, SESSION_POLICY_FILE } from '../box/box-spec.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';

@@ -10,7 +10,7 @@ import type {
   TimelineQuery,
   UpdateAuthConnectionBody,
 } from '../../src/api/auth-connections.js';
-import type { CreateBrowserBody } from '../../src/api/schemas.js';
+import type { CreateBrowserBody } from '../../src/api/browsers.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { withActivePage, type PageSend } from '../browser/cdp-page.js';

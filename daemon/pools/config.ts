@@ -1,4 +1,5 @@
-import type { BrowserPoolConfig, CreateBrowserBody, CreatePoolBody, UpdatePoolBody } from '../../src/api/schemas.js';
+import type { BrowserPoolConfig, CreatePoolBody, UpdatePoolBody } from '../../src/api/pools.js';
+import type { CreateBrowserBody } from '../../src/api/browsers.js';
 import type { TelemetryConfig, TelemetryRequest } from '../../src/api/telemetry-config.js';
 import type { OrgRecord } from '../lib/owned-records.js';
 

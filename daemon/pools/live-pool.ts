@@ -1,4 +1,4 @@
-import type { BrowserPool } from '../../src/api/schemas.js';
+import type { BrowserPool } from '../../src/api/pools.js';
 import type { PoolRecord } from './record.js';
 import type { Refill } from '../sessions/ready/refill.js';
 import { WaitQueue } from './waiters.js';

@@ -2,12 +2,12 @@ import type {
   AcquirePoolBody,
   BrowserPool,
   BrowserPoolConfig,
-  BrowserSession,
   CreatePoolBody,
   ListPoolsQuery,
   ReleasePoolBody,
   UpdatePoolBody,
-} from '../../src/api/schemas.js';
+} from '../../src/api/pools.js';
+import type { BrowserSession } from '../../src/api/browsers.js';
 import { LOCAL_REGION } from '../sessions/machine-size.js';
 import { ApiError, ConflictError, NotFoundError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';

@@ -1,4 +1,4 @@
-import type { BrowserPoolConfig } from '../../src/api/schemas.js';
+import type { BrowserPoolConfig } from '../../src/api/pools.js';
 
 /** A pool definition; its browsers and counts live only in the running daemon. */
 export interface PoolRecord {

@@ -1,4 +1,4 @@
-import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../src/api/browsers.js';
 import type { OrgRecord } from '../lib/owned-records.js';
 import type { SessionRecord } from './record.js';
 import type { DevToolsEndpoint } from '../browser/chromium.js';

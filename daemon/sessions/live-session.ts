@@ -20,7 +20,7 @@ import type { Boxes } from '../box/boxes.js';
 import { BOX_USER } from '../box/box-spec.js';
 import { boxEnv } from '../box/box-env.js';
 import type { SessionRecord } from './record.js';
-import type { UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { UpdateBrowserBody } from '../../src/api/browsers.js';
 import type { FeatureLaunch } from './features.js';
 import { type SessionDirs, sessionDirs } from './session-dirs.js';
 

@@ -1,4 +1,4 @@
-import type { BrowserSession, CreateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody } from '../../src/api/browsers.js';
 import { BadRequestError } from '../../src/errors.js';
 import { gpuRefusal } from '../../src/gpu.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from './features.js';

@@ -1,4 +1,4 @@
-import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, LiveView as LiveViewUrls, UpdateBrowserBody } from '../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody, ListBrowsersQuery, LiveView as LiveViewUrls, UpdateBrowserBody } from '../../src/api/browsers.js';
 import type { LaunchClaim } from '../lib/launch-claim.js';
 import { ApiError, BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';

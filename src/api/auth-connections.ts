@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { BrowserProxySelectionSchema, IdParamsSchema, PaginationQuery } from './schemas.js';
+import { BrowserProxySelectionSchema } from './browsers.js';
+import { IdParamsSchema, PaginationQuery } from './schemas.js';
 import { TelemetryRequestSchema } from './telemetry-config.js';
 import { ProfileNameSchema } from './profiles.js';
 import { NoContent, type RouteDef } from './route-def.js';

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { NoContent, type RouteDef } from './route-def.js';
-import { BrowserSessionSchema, IdParamsSchema, PaginationQuery } from './schemas.js';
+import { BrowserSessionSchema } from './browsers.js';
+import { IdParamsSchema, PaginationQuery } from './schemas.js';
 
 // Invocations of app actions (kernel-wire "Invocations, apps, deployments").
 

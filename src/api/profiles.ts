@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { IdParamsSchema, PaginationQuery, PoolNameSchema, ProfileMetadataSchema } from './schemas.js';
+import { IdParamsSchema, PaginationQuery, PoolNameSchema } from './schemas.js';
+import { ProfileMetadataSchema } from './browsers.js';
 import { NoContent, type RouteDef } from './route-def.js';
 
 // Profiles: saved user data a session loads and may write back (kernel-wire "Profiles").

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { RouteDef } from './route-def.js';
-import { BrowserPoolSchema, BrowserSessionSchema } from './schemas.js';
+import { BrowserPoolSchema } from './pools.js';
+import { BrowserSessionSchema } from './browsers.js';
 
 /** A running session as a dashboard shows it: the API object plus who is connected and when it times out. */
 export const WatchSessionSchema = Type.Object({

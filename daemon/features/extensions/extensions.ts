@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Multipart } from '@fastify/multipart';
 import { ExtensionFormSchema, type Extension, type ExtensionForm, type ListExtensionsQuery } from '../../../src/api/extensions.js';
-import type { CreateBrowserBody } from '../../../src/api/schemas.js';
+import type { CreateBrowserBody } from '../../../src/api/browsers.js';
 import { NotFoundError } from '../../../src/errors.js';
 import { assertNameFree, findByIdOrName } from '../../lib/owned-records.js';
 import { newId } from '../../../src/ids.js';

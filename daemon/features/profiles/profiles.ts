@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pipeline, type Readable } from 'node:stream';
 import { createZstdCompress } from 'node:zlib';
 import type { CreateProfileBody, DownloadProfileQuery, ListProfilesQuery, Profile, UpdateProfileBody } from '../../../src/api/profiles.js';
-import type { CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
+import type { CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/browsers.js';
 import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../../src/errors.js';
 import { newId } from '../../../src/ids.js';
 import { removeTree } from '../../lib/fs-util.js';

@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { CheckProxyBody, CreateProxyBody, ListProxiesQuery, Proxy as ProxyAnswer, UpdateProxyBody } from '../../../src/api/proxies.js';
-import type { BrowserProxySelection, BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
+import type { BrowserProxySelection, BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/browsers.js';
 import { ApiError, BadRequestError, NotFoundError } from '../../../src/errors.js';
 import { MANAGED_POLICIES, PROXY_CA_POLICY_FILE } from '../../box/box-spec.js';
 import { newId } from '../../../src/ids.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CreateBrowserBody } from '../../../src/api/schemas.js';
+import type { CreateBrowserBody } from '../../../src/api/browsers.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../../sessions/features.js';
 import { navigate } from '../../browser/cdp-page.js';
 import type { Boxes } from '../../box/boxes.js';

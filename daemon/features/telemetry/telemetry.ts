@@ -1,4 +1,4 @@
-import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/schemas.js';
+import type { BrowserSession, CreateBrowserBody, UpdateBrowserBody } from '../../../src/api/browsers.js';
 import {
   TELEMETRY_CATEGORIES,
   type TelemetryConfig,

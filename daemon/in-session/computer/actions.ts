@@ -8,7 +8,7 @@ import type {
   ScreenshotBody,
   ScrollBody,
   TypeTextBody,
-} from '../../../src/api/schemas.js';
+} from '../../../src/api/computer.js';
 import { BadRequestError } from '../../../src/errors.js';
 import { resolveCombo, resolveKeys } from './keys.js';
 import { checkPoint, clickPlan, dragPlan, movePlan, pressKeyPlan, scrollPlan, type Op, type Screen } from './plan.js';

@@ -1,4 +1,4 @@
-import type * as S from '../../../src/api/schemas.js';
+import type * as S from '../../../src/api/computer.js';
 import { ApiError, BadRequestError } from '../../../src/errors.js';
 import { KeyedSerialQueue } from '../../lib/serial-queue.js';
 import type { SessionManager } from '../../sessions/manager.js';

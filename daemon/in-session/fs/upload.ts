@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Multipart } from '@fastify/multipart';
-import { UploadZipFormSchema, type UploadZipForm } from '../../../src/api/schemas.js';
+import { UploadZipFormSchema, type UploadZipForm } from '../../../src/api/fs.js';
 import { receiveZipForm } from '../../lib/archive/receive-zip.js';
 import { lazyValidator } from '../../lib/validators.js';
 import { tarOf } from '../../lib/archive/tar-stream.js';

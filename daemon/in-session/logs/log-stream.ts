@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { execa } from 'execa';
-import type { LogStreamQuery } from '../../../src/api/schemas.js';
+import type { LogStreamQuery } from '../../../src/api/logs.js';
 import { BadRequestError, NotFoundError } from '../../../src/errors.js';
 import { killGroup } from '../../lib/procs.js';
 import { sessionPath } from '../fs/paths.js';
