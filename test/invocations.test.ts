@@ -339,7 +339,8 @@ describe('invocations', () => {
     const patched = await kernel.invocations.update(res.body.id, { status: 'succeeded', output: '{"ok":true}' });
     assert.equal(patched.status, 'succeeded');
     assert.equal(patched.output, '{"ok":true}');
-    for (const pid of running) assert.ok(!isAlive(pid), `pid ${pid} (the action, and what it started in the background) is gone`);
+    // As for PATCH failed: stopped by the answer's time or moments after (its box ends in the background).
+    await waitFor(() => running.every((pid) => !isAlive(pid)), 15_000, `the action and what it started in the background (${running.join(', ')}) to be gone`);
     const seen = await following;
     assert.deepEqual(seen.states.slice(-1), ['succeeded'], 'the stream ends at the PATCHed state');
   });
