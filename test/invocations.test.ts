@@ -340,7 +340,11 @@ describe('invocations', () => {
     assert.equal(patched.status, 'succeeded');
     assert.equal(patched.output, '{"ok":true}');
     // As for PATCH failed: stopped by the answer's time or moments after (its box ends in the background).
-    await waitFor(() => running.every((pid) => !isAlive(pid)), 15_000, `the action and what it started in the background (${running.join(', ')}) to be gone`);
+    await waitFor(
+      () => running.every((pid) => !isAlive(pid)),
+      15_000,
+      `the action and what it started in the background (${running.join(', ')}) to be gone`,
+    );
     const seen = await following;
     assert.deepEqual(seen.states.slice(-1), ['succeeded'], 'the stream ends at the PATCHed state');
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clientMessageLength, RfbPacer } from '../daemon/http/gateways/rfb-pacer.js';
+import { clientMessageLength, RfbPacer } from '../../daemon/http/gateways/rfb-pacer.js';
 
 // Pure logic: a fake clock and captured writes stand in for the viewer and x11vnc.
 function harness(intervalMs = 100) {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as ws from 'ws';
-import { ClientFrames, HOLD_REFUSED, holdBudget, type ScanStop } from '../daemon/lib/websocket-client-frames.js';
+import { ClientFrames, HOLD_REFUSED, holdBudget, type ScanStop } from '../../daemon/lib/websocket-client-frames.js';
 
 const { Sender } = ws as unknown as {
   Sender: { frame(data: Buffer, o: { fin: boolean; rsv1: boolean; opcode: number; mask: boolean; readOnly: boolean }): Buffer[] };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { newId } from '../src/ids.js';
+import { newId } from '../../src/ids.js';
 
 test('ids are Kernel-shaped: 24 lowercase alphanumerics, a letter first, never repeated', () => {
   const ids = Array.from({ length: 20_000 }, newId);

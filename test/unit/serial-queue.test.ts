@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { KeyedSerialQueue, SerialQueue } from '../daemon/lib/serial-queue.js';
+import { KeyedSerialQueue, SerialQueue } from '../../daemon/lib/serial-queue.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

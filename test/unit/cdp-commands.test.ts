@@ -1,7 +1,7 @@
 // What a cdp_command telemetry event keeps of a client's command: pure logic, no daemon.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { controlMethod, describeCommand } from '../daemon/http/gateways/cdp-commands.js';
+import { controlMethod, describeCommand } from '../../daemon/http/gateways/cdp-commands.js';
 
 const reported = (message: object): Record<string, unknown> | undefined => {
   const text = Buffer.from(JSON.stringify(message));

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import { test } from 'node:test';
-import { clientGone } from '../daemon/http/client-gone.js';
+import { clientGone } from '../../daemon/http/client-gone.js';
 
 /** One request whose handler asks clientGone after `askAfterMs`; the client closes after `leaveAfterMs`. Resolves whether the signal aborted. */
 async function tryOnce(askAfterMs: number, leaveAfterMs: number | undefined): Promise<boolean> {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { dragOps, scrollOps, screenshotRect } from '../daemon/in-session/computer/actions.js';
-import { keyByName, resolveCombo, resolveKeys } from '../daemon/in-session/computer/keys.js';
-import { dragPlan, releaseOps, segmentSteps, type Op } from '../daemon/in-session/computer/plan.js';
-import { ApiError } from '../src/errors.js';
+import { dragOps, scrollOps, screenshotRect } from '../../daemon/in-session/computer/actions.js';
+import { keyByName, resolveCombo, resolveKeys } from '../../daemon/in-session/computer/keys.js';
+import { dragPlan, releaseOps, segmentSteps, type Op } from '../../daemon/in-session/computer/plan.js';
+import { ApiError } from '../../src/errors.js';
 
 const screen = { width: 1024, height: 768 };
 const CTRL = keyByName('ctrl')!;
