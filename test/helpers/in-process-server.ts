@@ -81,6 +81,7 @@ export async function inProcessServer(handlers: Partial<Handlers> = {}, jwts: Fa
     limits,
     connections: new ConnectionGuard(limits),
     hosts: new HostCheck('127.0.0.1', {}),
+    mcp: async (_request, reply) => void reply.code(501).send({ code: 'not_implemented', message: 'no MCP here' }),
     jwtScope: async (jwt) => {
       const known = jwt ? jwts[jwt] : undefined;
       if (!known) throw new NotFoundError('browser session not found or ended');

@@ -51,11 +51,17 @@ const last = () => calls[calls.length - 1]!;
 
 describe('the edge, in-process', () => {
   test('no key, an unknown key and a key on an admin route are 401s with the error body', async () => {
-    for (const key of [null, 'not-a-key']) {
-      const res = await call({ method: 'GET', url: '/browsers', key });
-      assert.equal(res.statusCode, 401);
+    for (const [url, key] of [
+      ['/browsers', null],
+      ['/browsers', 'not-a-key'],
+      ['/openapi.json', null],
+      ['/mcp', null],
+    ] as const) {
+      const res = await call({ method: 'GET', url, key });
+      assert.equal(res.statusCode, 401, url);
+      assert.deepEqual(Object.keys(res.json()).sort(), ['code', 'message'], `${url}: kernel-wire's body, nothing else`);
       assert.equal(res.json().code, 'unauthorized');
-      assert.equal(typeof res.json().message, 'string');
+      assert.equal(res.headers['x-should-retry'], 'false', url);
     }
     const admin = await call({ method: 'GET', url: '/admin/resources' });
     assert.equal(admin.statusCode, 401);
