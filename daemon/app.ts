@@ -81,6 +81,10 @@ import type { InvocationRecord } from './apps/invocations.js';
 import { WatchFeed } from './http/watch-feed.js';
 import { watchHandlers } from './http/routes/watch.js';
 import { SessionTokens } from './sessions/tokens.js';
+import { Lifecycle } from './lib/lifecycle.js';
+import { LaunchDemand } from './lib/launch-demand.js';
+import { InvocationBrowsers } from './apps/invocation-browsers.js';
+import type { Handlers } from './http/handlers.js';
 
 export interface DaemonOptions {
   home: string;
@@ -127,43 +131,83 @@ function stateNotices(store: Store, file: string): string[] {
   return source === 'last-good' ? [`${file} was missing: started from its last good copy`] : [];
 }
 
+/** Where clients reach the daemon: known for certain once it listens (a port of 0 picks one). */
+class PublicAddress {
+  url: string;
+  constructor(
+    private readonly host: string,
+    port: number,
+  ) {
+    this.url = baseUrlFor(host, port);
+  }
+  listening(port: number): void {
+    this.url = baseUrlFor(this.host, port);
+  }
+}
+
 /**
- * The composition root: every long-lived part is built here, once, and handed to the parts that
- * need it, so each can be constructed alone in a test.
+ * The composition root: every long-lived part is built here, once, in order, and handed to the
+ * parts built on it, so each can be constructed alone in a test. Each is added to the lifecycle as
+ * it is built: started in that order once the daemon listens, closed in the reverse one.
  */
 export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const life = new Lifecycle(opts.log);
+  try {
+    return await buildDaemon(opts, life);
+  } catch (err) {
+    // Whatever was built before the failure is closed, as a stop would.
+    await life.close();
+    throw err;
+  }
+}
+
+async function buildDaemon(opts: DaemonOptions, life: Lifecycle): Promise<Daemon> {
+  const { log } = opts;
   const paths = homePaths(opts.home);
   await mkdir(paths.sessionsDir, { recursive: true, mode: 0o700 });
-  const store = await Store.open(paths.stateFile, opts.log);
+  // Closed last: whatever the steps before changed is in both copies of the state file before the exit.
+  const store = life.add('state file', await Store.open(paths.stateFile, log), { close: (s) => s.flushed() });
   await mkdir(paths.historyDir, { recursive: true, mode: 0o700 });
   const retention = retentionFromEnv();
   // Bounded for each owner apart: one organization's churn cannot push another's records out.
-  const sessionHistory = await History.open<SessionRecord>(
-    join(paths.historyDir, 'sessions.jsonl'),
-    retention,
-    (r) => Date.parse(r.deleted_at ?? r.created_at),
-    (r) => r.org_id,
+  const sessionHistory = life.add(
+    'session history',
+    await History.open<SessionRecord>(
+      join(paths.historyDir, 'sessions.jsonl'),
+      retention,
+      (r) => Date.parse(r.deleted_at ?? r.created_at),
+      (r) => r.org_id,
+    ),
+    { close: (h) => h.close() },
   );
-  const invocationHistory = await History.open<InvocationRecord>(
-    join(paths.historyDir, 'invocations.jsonl'),
-    retention,
-    (r) => Date.parse(r.finished_at ?? r.started_at),
-    (r) => r.org_id,
+  const invocationHistory = life.add(
+    'invocation history',
+    await History.open<InvocationRecord>(
+      join(paths.historyDir, 'invocations.jsonl'),
+      retention,
+      (r) => Date.parse(r.finished_at ?? r.started_at),
+      (r) => r.org_id,
+    ),
+    { close: (h) => h.close() },
   );
-  const launcher = new ProcessLauncher({ home: opts.home, log: opts.log });
-  const cdpRelay = new CdpRelay({ log: opts.log });
+  const launcher = life.add('launcher', new ProcessLauncher({ home: opts.home, log }), { close: (l) => l.close() });
+  const cdpRelay = life.add('CDP relay', new CdpRelay({ log }), { close: (r) => r.close() });
+  // Started ahead, so no client's connect waits for it.
+  cdpRelay.start();
   // Every session and app runs in a box of its own (namespaces, users, limits: daemon/box).
-  const boxes = await Boxes.create({ home: opts.home, dir: join(opts.home, 'boxes'), host: launcher, log: opts.log });
-  // Built before the reaper: a crashed daemon's sessions with save_changes are saved from the disks their boxes left.
+  const boxes = life.add('boxes', await Boxes.create({ home: opts.home, dir: join(opts.home, 'boxes'), host: launcher, log }), {
+    close: (b) => b.close(),
+  });
   // What each organization may keep on the disk, and the reserve the daemon keeps: every module that stores an organization's files admits its writes here.
   const storage = new StorageQuotas({ home: opts.home, store }, storageLimitsFromEnv());
-  const profiles = new Profiles({ store, dir: paths.profilesDir, log: opts.log, storage });
+  // Built before the reaper: a crashed daemon's sessions with save_changes are saved from the disks their boxes left.
+  const profiles = new Profiles({ store, dir: paths.profilesDir, log, storage });
   await reapLeftovers({
     home: opts.home,
     sessionsDir: paths.sessionsDir,
     store,
     history: sessionHistory,
-    log: opts.log,
+    log,
     boxes,
     salvage: (orphans) => profiles.recover({ orphans, boxes }),
     keepDisk: (id) => store.collection('deployments').some((d) => d.status === 'running' && imageOf(d.id) === id),
@@ -173,13 +217,13 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   // Chromium's own sandbox nests user namespaces inside the box's, which every host that runs boxes allows.
   const chromiumSandbox = process.env.RBROWSE_CHROMIUM_SANDBOX !== 'off';
-  let baseUrl = baseUrlFor(opts.host, opts.port);
-  const publicUrl = () => baseUrl;
-  const extensions = new Extensions({ store, dir: paths.extensionsDir, log: opts.log, storage });
+  const address = new PublicAddress(opts.host, opts.port);
+  const publicUrl = () => address.url;
+  const extensions = new Extensions({ store, dir: paths.extensionsDir, log, storage });
   const proxies = new Proxies({
     store,
     credentialsDir: paths.credentialsDir,
-    log: opts.log,
+    log,
     stealthProxy: parseStealthProxy(process.env.RBROWSE_STEALTH_PROXY),
     reach: { hostLoopback: boxes.support.hostLoopback },
   });
@@ -187,50 +231,61 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     defaultBytes: boxes.memoryLimitOf('session'),
     setMemoryLimit: (id, bytes) => boxes.setMemoryLimit(id, bytes),
   });
-  // Built around each other: spares start for running deployments, which drop theirs when they stop.
-  const appSpares = new AppSpares({
-    count: appSpareBoxCount(),
-    idleMs: appSpareIdleMs(),
-    start: async (deploymentId, invocationId) =>
-      boxes.start({ kind: 'app', id: markerOf(invocationId), app: { image: await deployments.image(deploymentId) } }),
-    running: (deploymentId) => deployments.isRunning(deploymentId),
-    newId,
-    busy: () => invocations.busy || sessions.busy,
-    log: opts.log,
-  });
-  const deployments = new Deployments({ store, dir: paths.appsDir, boxes, log: opts.log, stopped: (id) => appSpares.forget(id), storage });
+  // Creates and actions that someone waits on: what is started ahead yields to them.
+  const demand = new LaunchDemand();
+  const deployments = life.add('deployments', new Deployments({ store, dir: paths.appsDir, boxes, log, storage }), { close: (d) => d.close() });
   await deployments.recover();
-  const invocations = new Invocations({
-    store,
-    home: opts.home,
-    deployments,
-    boxes,
-    spares: appSpares,
-    keys: auth,
-    publicUrl,
-    history: invocationHistory,
-    log: opts.log,
-    syncCapMs: syncCapMsFromEnv(),
-  });
+  // Spares start for running deployments, which drop theirs when they stop.
+  const appSpares = life.add(
+    'app spare boxes',
+    new AppSpares({
+      count: appSpareBoxCount(),
+      idleMs: appSpareIdleMs(),
+      start: async (deploymentId, invocationId) =>
+        boxes.start({ kind: 'app', id: markerOf(invocationId), app: { image: await deployments.image(deploymentId) } }),
+      running: (deploymentId) => deployments.isRunning(deploymentId),
+      onStopped: (listener) => deployments.onStopped(listener),
+      newId,
+      busy: () => demand.busy,
+      log,
+    }),
+    { close: (a) => a.close() },
+  );
+  const invocations = life.add(
+    'invocations',
+    new Invocations({
+      store,
+      home: opts.home,
+      deployments,
+      boxes,
+      spares: appSpares,
+      keys: auth,
+      publicUrl,
+      history: invocationHistory,
+      log,
+      syncCapMs: syncCapMsFromEnv(),
+      demand,
+    }),
+    // Its actions use the session core's browsers and are stopped before any part closes.
+    { stopping: (i) => i.close() },
+  );
   await invocations.recover();
-  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, boxes, chromiumSandbox, log: opts.log });
-  const telemetryArchive = new TelemetryArchive(paths.telemetryDir, opts.log);
-  const telemetry = new Telemetry(telemetryArchive, opts.log);
-  const telemetryDestinations = new TelemetryDestinations({
-    store,
-    credentialsDir: paths.credentialsDir,
-    usersOf: (id) => telemetry.exportingTo(id),
-    endpointChanged: (id) => telemetry.endpointChanged(id),
-  });
-  telemetry.destinations = telemetryDestinations;
-  const replays = new ReplayRecorder({
-    dir: paths.replaysDir,
-    publicUrl,
-    tokens,
-    maxMegabytes: Number(process.env.RBROWSE_REPLAY_MAX_MB) || 1024,
-    log: opts.log,
-    storage,
-  });
+  const stealth = new Stealth({ chromiumPath: opts.chromiumPath, boxes, chromiumSandbox, log });
+  const telemetryArchive = life.add('telemetry', new TelemetryArchive(paths.telemetryDir, log), { close: (a) => a.settled() });
+  const telemetryDestinations = new TelemetryDestinations({ store, credentialsDir: paths.credentialsDir });
+  const telemetry = new Telemetry(telemetryArchive, log, telemetryDestinations);
+  const replays = life.add(
+    'replays',
+    new ReplayRecorder({
+      dir: paths.replaysDir,
+      publicUrl,
+      tokens,
+      maxMegabytes: Number(process.env.RBROWSE_REPLAY_MAX_MB) || 1024,
+      log,
+      storage,
+    }),
+    { close: (r) => r.close() },
+  );
   // Replays stay after their sessions: those of the organization's sessions, live and ended, count.
   storage.register('replays', {
     paths: (owners) =>
@@ -242,79 +297,89 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   // A session's replays are kept as long as the history keeps the session.
   await replays.prune(retention.maxAgeMs);
   await telemetryArchive.prune(retention.maxAgeMs);
-  const admission = new LaunchAdmission(admissionLimits());
+  // Creates waiting for a turn are refused as the stop begins, before the parts they wait on close.
+  const admission = life.add('launch admission', new LaunchAdmission(admissionLimits()), { stopping: (a) => a.close() });
   const orgMaxSessions = sessionCapacity(admission.limits);
-  opts.log('browser launches admitted', { ...admission.limits, org_max_sessions: orgMaxSessions });
-  const minAuthHealthCheck = minHealthCheckSeconds();
-  const projects = new Projects({
-    store,
-    orgMaxSessions,
-    // authConnections is built further down, on the session manager; asked only once requests come.
-    managedAuth: { connectionsOf: (orgId) => authConnections.countOf(orgId), minHealthCheckSeconds: minAuthHealthCheck },
+  log('browser launches admitted', { ...admission.limits, org_max_sessions: orgMaxSessions });
+  const audit = life.add('audit log', await AuditLog.open(join(paths.historyDir, 'audit.jsonl'), auditRetentionFromEnv()), {
+    close: (a) => a.close(),
   });
-  const audit = await AuditLog.open(join(paths.historyDir, 'audit.jsonl'), auditRetentionFromEnv());
-  const auditExports = new AuditExportDestinations({ store, audit, settings: auditExportSettingsFromEnv(), log: opts.log });
+  const auditExports = life.add('audit export', new AuditExportDestinations({ store, audit, settings: auditExportSettingsFromEnv(), log }), {
+    start: (e) => e.start(),
+    close: (e) => e.stop(),
+  });
   const vault = await Vault.open(join(paths.credentialsDir, 'vault-key'));
   const credentials = new Credentials({ store, vault });
   const credentialProviders = new CredentialProviders({ store, vault });
-  // The standby set launches through the session manager, which takes from it: built around each other.
-  const standby = new Standby({
-    set: opts.standby,
-    forgetMs: forgetAfterMs(),
-    burst: { budgetMb: burstBudgetMb(), holdMs: burstHoldMs() },
-    launch: (kind, claim) => sessions.startReady(kind, claim),
-    busy: () => sessions.busy,
-    log: opts.log,
-  });
-  const spareBoxes = new SpareBoxes({
-    count: spareBoxCount(),
-    start: (id) => boxes.start({ kind: 'session', id }),
-    newId,
-    busy: () => sessions.busy,
-    log: opts.log,
-  });
-  const sessions: SessionManager = new SessionManager({
-    standby,
-    spareBoxes,
-    admission,
+  const spareBoxes = life.add(
+    'spare boxes',
+    new SpareBoxes({ count: spareBoxCount(), start: (id) => boxes.start({ kind: 'session', id }), newId, busy: () => demand.busy, log }),
+    { start: (s) => s.start(), close: (s) => s.close() },
+  );
+  const sessions = life.add(
+    'sessions',
+    new SessionManager({
+      // The standby set launches through the session manager, which takes from it: the manager makes it.
+      standby: (launcher) =>
+        new Standby({ set: opts.standby, forgetMs: forgetAfterMs(), burst: { budgetMb: burstBudgetMb(), holdMs: burstHoldMs() }, log, ...launcher }),
+      spareBoxes,
+      admission,
+      demand,
+      store,
+      history: sessionHistory,
+      tokens,
+      publicUrl,
+      log,
+      // Order matters: the profile's user data is in place before extensions and the rest launch.
+      features: [profiles, extensions, proxies, stealth, invocations, replays, telemetry, machineSize, new ChromePolicies()],
+      runtime: {
+        home: opts.home,
+        sessionsDir: paths.sessionsDir,
+        chromiumPath: opts.chromiumPath,
+        ...(opts.headlessShellPath ? { headlessShellPath: opts.headlessShellPath } : {}),
+        displays: new DisplayAllocator(),
+        boxes,
+        chromiumSandbox,
+        log,
+      },
+    }),
+    { start: (s) => s.clock.start(), close: (s) => s.endAll('daemon_stop') },
+  );
+  const standby = life.add('standby', sessions.standby!, { start: (s) => s.start(), close: (s) => s.close() });
+  const invocationBrowsers = new InvocationBrowsers(invocations, sessions);
+  const pools = life.add(
+    'pools',
+    new PoolManager({
+      store,
+      sessions,
+      log,
+      references: (org, config) => {
+        const profileId = config.profile && profiles.resolvedId(org, config.profile);
+        return { extension_ids: extensions.resolvedIds(org, config.extensions ?? []), ...(profileId ? { profile_id: profileId } : {}) };
+      },
+      resolveTelemetry: (org, request, current, mode) => telemetry.resolveFor(org, request, current, mode),
+      onProfileSaved: (listener) => profiles.onSaved(listener),
+    }),
+    { start: (p) => p.start(), close: (p) => p.close() },
+  );
+  const minAuthHealthCheck = minHealthCheckSeconds();
+  const authConnections = life.add(
+    'managed auth',
+    new AuthConnections({
+      store,
+      sessions,
+      credentials,
+      ensureProfile: (org, name) => profiles.ensure(org, name),
+      record: async (org, sessionId) => (await sessions.withSession(org, sessionId, (s) => replays.start(s, {}))).replay_id,
+      minHealthCheckSeconds: minAuthHealthCheck,
+      log,
+    }),
+    { start: (a) => a.start(), close: (a) => a.close() },
+  );
+  const projects = new Projects({
     store,
-    history: sessionHistory,
-    tokens,
-    publicUrl,
-    log: opts.log,
-    // Order matters: the profile's user data is in place before extensions and the rest launch.
-    features: [profiles, extensions, proxies, stealth, invocations, replays, telemetry, machineSize, new ChromePolicies()],
-    runtime: {
-      home: opts.home,
-      sessionsDir: paths.sessionsDir,
-      chromiumPath: opts.chromiumPath,
-      ...(opts.headlessShellPath ? { headlessShellPath: opts.headlessShellPath } : {}),
-      displays: new DisplayAllocator(),
-      boxes,
-      chromiumSandbox,
-      log: opts.log,
-    },
-  });
-  invocations.attachSessions(sessions);
-  const pools = new PoolManager({
-    store,
-    sessions,
-    log: opts.log,
-    references: (org, config) => {
-      const profileId = config.profile && profiles.resolvedId(org, config.profile);
-      return { extension_ids: extensions.resolvedIds(org, config.extensions ?? []), ...(profileId ? { profile_id: profileId } : {}) };
-    },
-    resolveTelemetry: (org, request, current, mode) => telemetry.resolveFor(org, request, current, mode),
-  });
-  profiles.onSaved((orgId, profileId) => void pools.profileSaved(orgId, profileId));
-  const authConnections = new AuthConnections({
-    store,
-    sessions,
-    credentials,
-    ensureProfile: (org, name) => profiles.ensure(org, name),
-    record: async (org, sessionId) => (await sessions.withSession(org, sessionId, (s) => replays.start(s, {}))).replay_id,
-    minHealthCheckSeconds: minAuthHealthCheck,
-    log: opts.log,
+    orgMaxSessions,
+    managedAuth: { connectionsOf: (orgId) => authConnections.countOf(orgId), minHealthCheckSeconds: minAuthHealthCheck },
   });
   const quotas = new Quotas({
     projects,
@@ -326,81 +391,91 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
   const connections = new ConnectionGuard(limits);
   const websockets = new WebsocketLimits(websocketLimitsFromEnv(limits.maxConnections));
   const origins = new OriginCheck();
-  // Started ahead, so no client's connect waits for it.
-  cdpRelay.start();
-  const gateway = new CdpGateway({ sessions, telemetry, limits: websockets, origins, relay: cdpRelay, log: opts.log });
-  const watch = new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) });
-  const mcp = new McpEndpoint(
-    { sessions, log: opts.log },
-    {
-      idleMs: (Number(process.env.RBROWSE_MCP_IDLE_SECONDS) || 600) * 1000,
-      maxPerOrg: Number(process.env.RBROWSE_MCP_MAX_CONNECTIONS) || 64,
-    },
-  );
-  const server = await buildServer({
-    limits,
-    connections,
-    hosts,
-    auth,
-    scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
-    mcp: mcp.handle,
-    jwtScope: async (jwt) => {
-      const session = await sessions.sessionForToken(jwt, 'cdp');
-      const scope = await projects.scopeOfOwner(session.record.org_id);
-      if (!scope) throw new NotFoundError('browser session not found or ended');
-      return { sessionId: session.id, scope };
-    },
-    log: opts.log,
-    answered: (r) => {
-      telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id));
-      audit.record(r);
-    },
-    handlers: {
-      ...systemHandlers(
-        auth,
-        gateway,
-        publicUrl,
-        standby,
-        spareBoxes,
-        appSpares,
-        admission,
-        () => sessions.running,
-        () => [launcher.pid, cdpRelay.pid],
-        connections,
-        websockets,
-      ),
-      ...browserHandlers(sessions, quotas, opts.log),
-      ...poolHandlers(pools, quotas),
-      ...fsHandlers(sessions),
-      ...processHandlers(sessions),
-      ...playwrightHandlers(sessions),
-      ...webmcpHandlers(sessions),
-      ...replHandlers(sessions),
-      ...logHandlers(sessions),
-      ...curlHandlers(sessions),
-      ...replayHandlers(sessions, replays),
-      ...telemetryHandlers(sessions, telemetry),
-      ...telemetryDestinationHandlers(telemetryDestinations),
-      ...computerHandlers(new ComputerControl(sessions)),
-      ...profileHandlers(profiles),
-      ...apiKeyHandlers(new ApiKeys({ store, auth, projects })),
-      ...projectHandlers(projects, Math.round(retention.maxAgeMs / (24 * 3600 * 1000))),
-      ...credentialHandlers(credentials),
-      ...credentialProviderHandlers(credentialProviders),
-      ...authConnectionHandlers(authConnections),
-      ...auditLogHandlers(audit),
-      ...auditExportDestinationHandlers(auditExports),
-      ...extensionHandlers(extensions),
-      ...proxyHandlers(proxies),
-      ...deploymentHandlers(deployments),
-      ...invocationHandlers(invocations, quotas),
-      ...watchHandlers(watch),
-    },
+  const gateway = new CdpGateway({ sessions, telemetry, limits: websockets, origins, relay: cdpRelay, log });
+  const watch = life.add('watch feed', new WatchFeed({ sessions, pools, invocations: (org) => invocations.unfinished(org) }), {
+    close: (w) => w.close(),
   });
+  const mcp = life.add(
+    'MCP connections',
+    new McpEndpoint(
+      { sessions, log },
+      {
+        idleMs: (Number(process.env.RBROWSE_MCP_IDLE_SECONDS) || 600) * 1000,
+        maxPerOrg: Number(process.env.RBROWSE_MCP_MAX_CONNECTIONS) || 64,
+      },
+    ),
+    { close: (m) => m.stop() },
+  );
+  const handlers: Handlers = {
+    ...systemHandlers({
+      auth,
+      gateway,
+      publicUrl,
+      standby,
+      spareBoxes,
+      appSpares,
+      admission,
+      sessionCount: () => sessions.running,
+      helperPids: () => [launcher.pid, cdpRelay.pid],
+      connections,
+      websockets,
+    }),
+    ...browserHandlers(sessions, quotas, log),
+    ...poolHandlers(pools, quotas),
+    ...fsHandlers(sessions),
+    ...processHandlers(sessions),
+    ...playwrightHandlers(sessions),
+    ...webmcpHandlers(sessions),
+    ...replHandlers(sessions),
+    ...logHandlers(sessions),
+    ...curlHandlers(sessions),
+    ...replayHandlers(sessions, replays),
+    ...telemetryHandlers(sessions, telemetry),
+    ...telemetryDestinationHandlers(telemetryDestinations),
+    ...computerHandlers(new ComputerControl(sessions)),
+    ...profileHandlers(profiles),
+    ...apiKeyHandlers(new ApiKeys({ store, auth, projects })),
+    ...projectHandlers(projects, Math.round(retention.maxAgeMs / (24 * 3600 * 1000))),
+    ...credentialHandlers(credentials),
+    ...credentialProviderHandlers(credentialProviders),
+    ...authConnectionHandlers(authConnections),
+    ...auditLogHandlers(audit),
+    ...auditExportDestinationHandlers(auditExports),
+    ...extensionHandlers(extensions),
+    ...proxyHandlers(proxies),
+    ...deploymentHandlers(deployments),
+    ...invocationHandlers(invocations, invocationBrowsers, quotas),
+    ...watchHandlers(watch),
+  };
+  // Closed first: no request comes in while the parts behind it close.
+  const server = life.add(
+    'http server',
+    await buildServer({
+      limits,
+      connections,
+      hosts,
+      auth,
+      scopeFor: (org, key, header) => projects.scopeFor(org, key, header),
+      mcp: mcp.handle,
+      jwtScope: async (jwt) => {
+        const session = await sessions.sessionForToken(jwt, 'cdp');
+        const scope = await projects.scopeOfOwner(session.record.org_id);
+        if (!scope) throw new NotFoundError('browser session not found or ended');
+        return { sessionId: session.id, scope };
+      },
+      log,
+      answered: (r) => {
+        telemetry.answered(r, (org, id) => sessions.liveIdOf(org, id));
+        audit.record(r);
+      },
+      handlers,
+    }),
+    { close: (s) => s.close() },
+  );
   const liveView = new LiveView({ sessions, tokens, telemetry, limits: websockets, origins });
-  const bidi = new BidiGateway({ sessions, limits: websockets, origins, log: opts.log });
+  const bidi = new BidiGateway({ sessions, limits: websockets, origins, log });
   await liveView.register(server);
-  new UpgradeRouter(opts.log, hosts)
+  new UpgradeRouter(log, hosts)
     .add(CDP_PATH, (req, socket, head, url) => gateway.upgrade(req, socket, head, url))
     .add(LIVE_WS_PATH, (req, socket, head, url) => liveView.upgrade(req, socket, head, url))
     .add(WEBDRIVER_PATH, (req, socket, head, url) => bidi.upgrade(req, socket, head, url))
@@ -412,55 +487,18 @@ export async function createDaemon(opts: DaemonOptions): Promise<Daemon> {
     pools,
     notices: [...stateNotices(store, paths.stateFile), ...boxNotices(boxes.support)],
     get baseUrl() {
-      return baseUrl;
+      return address.url;
     },
     async listen() {
       await server.listen({ host: opts.host, port: opts.port });
-      const address = server.server.address();
-      const port = typeof address === 'object' && address ? address.port : opts.port;
-      baseUrl = baseUrlFor(opts.host, port);
+      const bound = server.server.address();
+      const port = typeof bound === 'object' && bound ? bound.port : opts.port;
+      address.listening(port);
       // Programs in boxes (the Playwright runner, the BiDi mapper, apps' SDK) reach the API on their own loopback.
       boxes.hostPorts.always([port]);
-      sessions.startInactivityChecks();
-      pools.start();
-      standby.start();
-      spareBoxes.start();
-      await authConnections.start();
-      auditExports.start();
-      return baseUrl;
+      await life.start();
+      return address.url;
     },
-    async close() {
-      // A step that holds the stop up says so in the log (the CLI gives up after 60 s).
-      const step = async (name: string, done: () => Promise<unknown>) => {
-        const started = Date.now();
-        const slow = setInterval(() => opts.log('daemon stop is waiting', { step: name, waited_ms: Date.now() - started }), 10_000);
-        slow.unref();
-        try {
-          await done();
-        } finally {
-          clearInterval(slow);
-        }
-      };
-      watch.close();
-      await step('MCP connections', () => mcp.stop());
-      pools.close();
-      await step('managed auth', () => authConnections.close());
-      await step('invocations', () => invocations.close());
-      await step('app spare boxes', () => appSpares.close());
-      await step('deployments', () => deployments.close());
-      admission.close();
-      await step('standby and spare boxes', () => Promise.all([standby.close(), spareBoxes.close()]));
-      await step('sessions', () => sessions.endAll('daemon_stop'));
-      await step('replays', () => replays.close());
-      await step('telemetry', () => telemetryArchive.settled());
-      await step('http server', () => server.close());
-      await step('audit export', () => auditExports.stop());
-      await step('histories', () => Promise.all([sessionHistory.close(), invocationHistory.close(), audit.close()]));
-      await step('boxes', () => boxes.close());
-      launcher.close();
-      cdpRelay.close();
-      // Last: whatever the steps above changed is in both copies of the state file before the exit.
-      await store.flushed();
-    },
+    close: () => life.close(),
   };
 }

@@ -10,6 +10,8 @@ export interface AppSparesDeps {
   start: (deploymentId: string, invocationId: string) => Promise<Box>;
   /** Whether the deployment can still be invoked (a stopped one's code is about to go). */
   running: (deploymentId: string) => boolean;
+  /** Subscribes to deployments that stop: their spares go. */
+  onStopped: (listener: (deploymentId: string) => void) => void;
   newId: () => string;
   /** True while something more urgent starts (an action's own box, a browser): a spare's start waits. */
   busy: () => boolean;
@@ -43,7 +45,9 @@ export class AppSpares {
   private served = 0;
   private closed = false;
 
-  constructor(private readonly deps: AppSparesDeps) {}
+  constructor(private readonly deps: AppSparesDeps) {
+    deps.onStopped((id) => this.forget(id));
+  }
 
   /**
    * A started box for an invocation of the deployment, or undefined. The next one is started once

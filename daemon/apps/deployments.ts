@@ -108,14 +108,15 @@ export class Deployments {
   /** Images being made again from their archives (after a reboot), by deployment. */
   private readonly restoring = new Map<string, Promise<string>>();
 
+  /** Told when a deployment no longer runs (parts built on this one subscribe as they are built). */
+  private readonly stoppedListeners: ((deploymentId: string) => void)[] = [];
+
   constructor(
     private readonly deps: {
       store: Store;
       dir: string;
       boxes: Boxes;
       log: (msg: string, extra?: object) => void;
-      /** A deployment no longer runs: what was started ahead for its invocations goes. */
-      stopped?: (deploymentId: string) => void;
       storage?: StorageQuotas;
     },
   ) {
@@ -127,6 +128,11 @@ export class Deployments {
       paths: (owners) => kept(owners).map((d) => this.appDir(d.id)),
       count: (owners) => kept(owners).length,
     });
+  }
+
+  /** A deployment no longer runs: what was started ahead for its invocations goes. */
+  onStopped(listener: (deploymentId: string) => void): void {
+    this.stoppedListeners.push(listener);
   }
 
   /** Whether the deployment can be invoked. */
@@ -491,7 +497,7 @@ export class Deployments {
   /** Removes a stopped or failed deployment's code, unless an invocation still holds it. */
   private async discard(rec: DeploymentRecord): Promise<void> {
     if (rec.status === 'running') return;
-    this.deps.stopped?.(rec.id);
+    for (const listener of this.stoppedListeners) listener(rec.id);
     if (this.holds.has(rec.id)) return;
     await this.deps.boxes.dropDisk(imageOf(rec.id));
     await removeTree(this.appDir(rec.id), this.deps.log);

@@ -6,13 +6,13 @@ import {
   type ListInvocationsQuery,
   type UpdateInvocationBody,
 } from '../../src/api/invocations.js';
-import type { BrowserSession, CreateBrowserBody } from '../../src/api/browsers.js';
+import type { CreateBrowserBody } from '../../src/api/browsers.js';
 import { BadRequestError, ConflictError, NotFoundError, ServiceUnavailableError } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
-import { sleep, within } from '../lib/procs.js';
+import { within } from '../lib/procs.js';
+import type { LaunchDemand } from '../lib/launch-demand.js';
 import type { EventStream, StreamEvent } from '../lib/sse.js';
 import { paginate, type ListPage } from '../lib/paging.js';
-import type { SessionManager } from '../sessions/manager.js';
 import type { FeatureLaunch, LaunchContext, SessionFeature } from '../sessions/features.js';
 import type { OrgRecord } from '../lib/owned-records.js';
 import type { Scope } from '../org/projects.js';
@@ -77,6 +77,8 @@ export interface InvocationsDeps {
   log: (msg: string, extra?: object) => void;
   /** How long a sync POST /invocations waits before answering with the invocation still running. */
   syncCapMs?: number;
+  /** Launches waited on: an action's own box starting is one (daemon/lib/launch-demand.ts). */
+  demand?: LaunchDemand;
 }
 
 /** Kernel's cap on a synchronous invocation call. */
@@ -84,8 +86,6 @@ export const SYNC_CAP_MS = 100_000;
 /** How many finished invocations keep their log lines in memory for late SSE subscribers, and how much of them. */
 const FINISHED_LOGS_KEPT = 100;
 const LOG_LIMITS = { maxEvents: 5000, maxChars: 1024 * 1024 };
-/** How long ending an invocation waits for browsers still launching for it. */
-const BROWSER_LAUNCH_WAIT_MS = 120_000;
 
 /** The sync cap, lowered for tests with RBROWSE_SYNC_INVOCATION_CAP_MS (read at daemon start). */
 export function syncCapMsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
@@ -132,18 +132,25 @@ export class Invocations implements SessionFeature {
   private readonly launching = new Map<string, Set<string>>();
   /** Sweeps for what finished actions left behind (escaped descendants), awaited by close(). */
   private readonly sweeps = new Set<Promise<void>>();
-  private sessions?: SessionManager;
+  /** Told of an invocation that failed, and waited for: its browsers end with it (InvocationBrowsers). */
+  private readonly failedListeners: ((id: string) => Promise<void>)[] = [];
   private closing = false;
   /** Actions whose own box is starting (no spare had one ready). */
   private startingBoxes = 0;
 
   constructor(private readonly deps: InvocationsDeps) {
     deps.store.collection('invocations');
+    deps.demand?.add(() => this.busy);
   }
 
-  /** The session manager is built after its features; it is handed over here. */
-  attachSessions(sessions: SessionManager): void {
-    this.sessions = sessions;
+  /** The session core is built on its features, this one among them: it subscribes here as it is built. */
+  onFailed(listener: (id: string) => Promise<void>): void {
+    this.failedListeners.push(listener);
+  }
+
+  /** Browsers launching for the invocation, not yet in the store: ending its browsers waits for them. */
+  launchingFor(id: string): number {
+    return this.launching.get(id)?.size ?? 0;
   }
 
   /** At start: what a stopped or crashed daemon left running ended with it (the reaper killed the children). */
@@ -259,14 +266,9 @@ export class Invocations implements SessionFeature {
     (this.logs.get(record.id) ?? this.finalOnly(record)).follow(stream, sinceTime(since));
   }
 
-  browsers(org: OrgRecord, id: string): { browsers: BrowserSession[] } {
-    const record = this.find(org, id);
-    return { browsers: this.sessions?.listWhere(org, (s) => s.invocation_id === record.id) ?? [] };
-  }
-
-  async deleteBrowsers(org: OrgRecord, id: string): Promise<void> {
-    const record = this.find(org, id);
-    await this.sessions?.endWhere((s) => s.invocation_id === record.id, 'invocation_browsers_deleted');
+  /** The invocation's id, found as the org may see it (404 otherwise). */
+  idOf(org: OrgRecord, id: string): string {
+    return this.find(org, id).id;
   }
 
   /** Daemon stop: every running action is killed and its invocation failed. */
@@ -425,13 +427,7 @@ export class Invocations implements SessionFeature {
 
   /** Ends the invocation's browsers, including any whose launch was under way (they refuse to start now). */
   private async endBrowsers(id: string): Promise<void> {
-    if (!this.sessions) return;
-    const deadline = Date.now() + BROWSER_LAUNCH_WAIT_MS;
-    for (;;) {
-      await this.sessions.endWhere((s) => s.invocation_id === id, 'invocation_ended');
-      if (!this.launching.get(id)?.size || Date.now() > deadline) return;
-      await sleep(100);
-    }
+    await Promise.all(this.failedListeners.map((listener) => listener(id)));
   }
 
   private emitState(inv: Active): void {

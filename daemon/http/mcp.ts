@@ -137,7 +137,9 @@ class McpConnection {
     // The API's own answer says whether the key sees the session (and how it ended if it has).
     const visible = await this.client.call('getBrowser', { params: { id } });
     this.driven.add(visible.session_id);
-    return this.sessions.withSession(this.scope, visible.session_id, (s) => pageToolsOf(s).call(this.id, this.sessions.cdpUrlInBox(s), name, args));
+    return this.sessions.withSession(this.scope, visible.session_id, (s) =>
+      pageToolsOf(s).call(this.id, this.sessions.view.cdpUrlInBox(s.record), name, args),
+    );
   }
 
   /** Whether it has ended by going quiet: no stream open, and no request for the idle time (a minute, once its stream closed). */

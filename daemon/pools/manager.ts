@@ -37,6 +37,8 @@ export interface PoolManagerDeps {
   references?: (org: OrgRecord, config: BrowserPoolConfig) => { extension_ids: string[]; profile_id?: string };
   /** Resolves a pool's telemetry request as a session's (the pool shows, and its browsers get, the result). */
   resolveTelemetry?: ResolveTelemetry;
+  /** Subscribes to profiles saved: a pool of that profile replaces its idle browsers (refresh_on_profile_update). */
+  onProfileSaved?: (listener: (orgId: string, profileId: string) => void) => void;
 }
 
 /**
@@ -53,6 +55,7 @@ export class PoolManager {
   constructor(private readonly deps: PoolManagerDeps) {
     for (const record of deps.store.collection('pools')) this.pools.set(record.id, this.livePool(record));
     deps.sessions.onSessionEnd((record) => this.sessionEnded(record));
+    deps.onProfileSaved?.((orgId, profileId) => void this.profileSaved(orgId, profileId));
   }
 
   /** Called after a pool's counts, configuration or last error changed, or a pool came or went. */
@@ -268,7 +271,7 @@ export class PoolManager {
   /** A browser is ready (new, or released for reuse): the first waiter gets it, else it idles. */
   private offer(pool: LivePool, id: string): void {
     if (!this.deps.sessions.liveSession(id)) return;
-    const resumeTimeout = this.deps.sessions.suspendTimeout(id);
+    const resumeTimeout = this.deps.sessions.clock.suspend(id);
     if (pool.waiters.length) {
       pool.leased.add(id);
       pool.waiters.serve(id);

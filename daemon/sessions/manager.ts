@@ -13,17 +13,17 @@ import type { FeatureLaunch, SessionFeature } from './features.js';
 import { LiveSession, type PrepareFeatures, type RuntimeDeps } from './live-session.js';
 import { navigate, warmUp } from '../browser/cdp-page.js';
 import { within } from '../lib/procs.js';
-import type { Standby } from './ready/standby.js';
+import type { Standby, StandbyDeps } from './ready/standby.js';
+import type { LaunchDemand } from '../lib/launch-demand.js';
 import type { LaunchAdmission } from './admission.js';
 import type { History } from '../lib/state/history.js';
-import { CDP_PATH, WEBDRIVER_PATH } from './gateway-paths.js';
+import { SessionView } from './session-view.js';
+import { InactivityClock } from './inactivity-clock.js';
 import { LOCAL_REGION } from './machine-size.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 60;
 /** How long a failed request waits to see whether its session's browser is exiting. */
 const ENDED_GRACE_MS = 2000;
-/** The spec's inactivity check period. */
-export const INACTIVITY_CHECK_MS = 5000;
 
 export interface SessionManagerDeps {
   store: Store;
@@ -36,8 +36,13 @@ export interface SessionManagerDeps {
   log: (msg: string, extra?: object) => void;
   /** What sessions may carry (profiles, extensions, proxies, stealth, invocations), run in this order. */
   features?: SessionFeature[];
-  /** Ready browsers a matching create takes instead of launching one (see daemon/sessions/ready/standby.ts). */
-  standby?: Pick<Standby, 'take' | 'takeLaunching'>;
+  /**
+   * Makes the ready browsers a matching create takes instead of launching one
+   * (daemon/sessions/ready/standby.ts), given how this manager launches them.
+   */
+  standby?: (launcher: Pick<StandbyDeps, 'launch' | 'busy'>) => Standby;
+  /** Launches waited on: a create's own browser is one (daemon/lib/launch-demand.ts). */
+  demand?: LaunchDemand;
   /** Session boxes started ahead (daemon/sessions/ready/spare-boxes.ts): a cold create starts only its browser in one. */
   spareBoxes?: Pick<SpareBoxes, 'take'>;
   /** Bounds the browser launches running at once (daemon/sessions/admission.ts); every launch takes a turn. */
@@ -53,11 +58,6 @@ export type ListPage = Page<BrowserSession>;
  * A session's jwts: the cdp_ws_url one, the live view's and its read-only view's (a headless
  * session's live view is asked for: its object carries no browser_live_view_url).
  */
-interface Jwts {
-  cdp: string;
-  live: string;
-  view: string;
-}
 
 /** What a session is made for besides its HTTP body: pools create theirs through this. */
 export interface CreateOptions {
@@ -71,7 +71,6 @@ export class SessionManager {
   private readonly live = new Map<string, LiveSession>();
   /** Names claimed by creates still launching, so two concurrent creates cannot both take one. */
   private readonly pendingNames = new Set<string>();
-  private timer?: NodeJS.Timeout;
   /** Set once the daemon stops: no new session may start after endAll has looked. */
   private closing = false;
   /** Creates under way, cold or handing over a standby browser: endAll waits for them. */
@@ -83,24 +82,32 @@ export class SessionManager {
   private readonly giveUp = new AbortController();
   private readonly runtime: SessionManagerDeps['runtime'];
   private readonly endListeners: ((record: SessionRecord) => void)[] = [];
-  /** Where a session's inactivity countdown may start at the earliest; Infinity while suspended. */
-  private readonly countdownFrom = new Map<string, number>();
   private readonly changeListeners: (() => void)[] = [];
-  /** The jwts of sessions not yet in the history; an ended one's are derived again when it is shown. */
-  private readonly jwts = new Map<string, Jwts>();
+
+  /** The standby set this manager launches for and takes from. */
+  readonly standby?: Standby;
+  /** Sessions as the API shows them: objects, URLs, jwts. */
+  readonly view: SessionView;
+  /** Each running session's inactivity countdown. */
+  readonly clock: InactivityClock;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.runtime = { ...deps.runtime, giveUp: this.giveUp.signal };
     deps.store.collection('sessions');
+    this.view = new SessionView({ tokens: deps.tokens, publicUrl: deps.publicUrl, features: this.features });
+    this.clock = new InactivityClock({
+      running: () => this.live.values(),
+      liveSession: (id) => this.liveSession(id),
+      end: (id, reason) => this.end(id, reason),
+      changed: () => this.changed(),
+      log: deps.log,
+    });
+    this.standby = deps.standby?.({ launch: (kind, claim) => this.startReady(kind, claim), busy: () => this.busy });
+    deps.demand?.add(() => this.busy);
   }
 
   private get features(): SessionFeature[] {
     return this.deps.features ?? [];
-  }
-
-  startInactivityChecks(): void {
-    this.timer = setInterval(() => void this.endIdleSessions(), INACTIVITY_CHECK_MS);
-    this.timer.unref();
   }
 
   /** Called once for each session that ends, whatever ended it (pools refill from this). */
@@ -117,18 +124,6 @@ export class SessionManager {
     for (const listener of this.changeListeners) listener();
   }
 
-  /**
-   * When a running session ends by the inactivity timeout unless a client connects (ms epoch), or
-   * null while one is connected or its countdown is suspended (a pool's idle browser).
-   */
-  timeoutAt(id: string): number | null {
-    const session = this.liveSession(id);
-    const idleSince = session?.idleSince;
-    if (!session || idleSince === null || idleSince === undefined) return null;
-    const from = Math.max(idleSince, this.countdownFrom.get(id) ?? Number.NEGATIVE_INFINITY);
-    return from === Number.POSITIVE_INFINITY ? null : from + session.record.timeout_seconds * 1000;
-  }
-
   /** The org's running sessions, newest first, with their connected clients and inactivity deadline. */
   activity(org: OrgRecord): { session: BrowserSession; cdp_clients: number; viewers: number; timeout_at: number | null }[] {
     return (
@@ -137,21 +132,14 @@ export class SessionManager {
         // Without its ever-growing usage, so an idle feed's snapshots stay equal (rbrowse watch shows the age).
         .map(({ usage: _usage, ...session }) => {
           const live = this.liveSession(session.session_id)!;
-          return { session, cdp_clients: live.connected('cdp'), viewers: live.connected('viewer'), timeout_at: this.timeoutAt(session.session_id) };
+          return {
+            session,
+            cdp_clients: live.connected('cdp'),
+            viewers: live.connected('viewer'),
+            timeout_at: this.clock.timeoutAt(session.session_id),
+          };
         })
     );
-  }
-
-  /**
-   * Keeps a session from timing out (a pool's idle browser) until the returned function is
-   * called; its inactivity countdown then starts afresh, whatever its clients did before.
-   */
-  suspendTimeout(id: string): () => void {
-    this.countdownFrom.set(id, Number.POSITIVE_INFINITY);
-    return () => {
-      if (this.live.has(id)) this.countdownFrom.set(id, Date.now());
-      this.changed();
-    };
   }
 
   /**
@@ -175,10 +163,10 @@ export class SessionManager {
     const nameKey = body.name !== undefined ? `${org.id}/${body.name}` : undefined;
     if (nameKey) this.pendingNames.add(nameKey);
     const handsOver = this.canHandOver(body, opts);
-    let ready = handsOver ? this.deps.standby?.take(body.headless ?? false, viewport) : undefined;
+    let ready = handsOver ? this.standby?.take(body.headless ?? false, viewport) : undefined;
     // None ready, but one of the kind on its way (a refill): it is this create's, sooner than a
     // launch of its own would be, and no second launch competes with it for the machine.
-    const coming = !ready && handsOver ? this.deps.standby?.takeLaunching(body.headless ?? false, viewport) : undefined;
+    const coming = !ready && handsOver ? this.standby?.takeLaunching(body.headless ?? false, viewport) : undefined;
     if (coming) {
       ready = await coming.catch(() => undefined);
       // Its Chromium died as it launched: this create launches one of its own after all.
@@ -265,21 +253,6 @@ export class SessionManager {
     };
   }
 
-  /** The jwts of a session of the org: issued once it is the org's (a standby browser has none). */
-  private async sign(record: SessionRecord): Promise<void> {
-    this.jwts.set(record.id, await this.derive(record));
-  }
-
-  private async derive(record: SessionRecord): Promise<Jwts> {
-    const at = new Date(record.created_at);
-    const [cdp, live, view] = await Promise.all([
-      this.deps.tokens.sign(record.id, record.org_id, 'cdp', at),
-      this.deps.tokens.sign(record.id, record.org_id, 'live', at),
-      this.deps.tokens.sign(record.id, record.org_id, 'view', at),
-    ]);
-    return { cdp, live, view };
-  }
-
   /** What a session's features set up around its launch, in order; all given back if one fails. */
   private featureLaunches(org: OrgRecord, body: CreateBrowserBody, record: SessionRecord): PrepareFeatures {
     return async (ctx) => {
@@ -310,7 +283,7 @@ export class SessionManager {
     const record = this.newRecord(box?.id ?? newId(), org, body, viewport, opts);
     try {
       if (this.closing) throw new ServiceUnavailableError('the daemon is stopping');
-      await this.sign(record);
+      await this.view.sign(record);
       const started = LiveSession.start(record, this.runtime, this.featureLaunches(org, body, record), {
         background: Boolean(opts.pool),
         box,
@@ -339,7 +312,7 @@ export class SessionManager {
     session.touch();
     try {
       // Independent: the priority given back (a few writes to /proc) while the jwts are signed.
-      await Promise.all([session.foreground(), this.sign(record)]);
+      await Promise.all([session.foreground(), this.view.sign(record)]);
       for (const feature of this.features) {
         const launched = await feature.handOver?.({ org, body, record, dirs: session.dirs, files: session.files, box: session.box });
         if (!launched) continue;
@@ -364,7 +337,7 @@ export class SessionManager {
   /** What a create that could not start its browser answers. */
   private startFailed(record: SessionRecord, err: unknown): ApiError {
     // Never stored, so never retired: its jwts go now.
-    this.jwts.delete(record.id);
+    this.view.forget(record.id);
     this.deps.log('session start failed', { session: record.id, error: (err as Error).message });
     // A feature's refusal (a profile already held for writing, a proxy gone) is the caller's answer.
     if (err instanceof ApiError) return err;
@@ -388,7 +361,7 @@ export class SessionManager {
       await this.deps.store.update((s) => void s.sessions.push(record));
     } catch (err) {
       // Not stored (a full disk; the store has taken the record out again): it must not run unrecorded.
-      this.jwts.delete(record.id);
+      this.view.forget(record.id);
       this.track(session.stop());
       throw err;
     }
@@ -396,11 +369,11 @@ export class SessionManager {
     session.onClientsChange(() => this.changed());
     session.onBrowserExit(() => void this.end(record.id, 'browser_exited'));
     this.changed();
-    return this.view(record);
+    return this.view.of(record);
   }
 
   get(org: OrgRecord, idOrName: string, includeDeleted = false): Promise<BrowserSession> {
-    return this.present(this.find(org, idOrName, includeDeleted));
+    return this.view.present(this.find(org, idOrName, includeDeleted));
   }
 
   async list(org: OrgRecord, q: ListBrowsersQuery): Promise<ListPage> {
@@ -418,7 +391,7 @@ export class SessionManager {
     // Newest first, as an operator looking for the session they just made expects.
     matches.sort((a, b) => b.created_at.localeCompare(a.created_at));
     const page = paginate(matches, q);
-    return { ...page, items: await Promise.all(page.items.map((r) => this.present(r))) };
+    return { ...page, items: await Promise.all(page.items.map((r) => this.view.present(r))) };
   }
 
   /** What a list's query matches a session by, as Kernel's: its id and name, its profile's id and name, its proxy id and its pool's name. */
@@ -473,7 +446,7 @@ export class SessionManager {
       else if (body.tags !== undefined) record.tags = body.tags;
     });
     this.changed();
-    return this.view(record);
+    return this.view.of(record);
   }
 
   /**
@@ -545,7 +518,7 @@ export class SessionManager {
     // busy machine.
     const id = jwt ? this.deps.tokens.claimedSession(jwt) : undefined;
     const session = id === undefined ? undefined : this.liveSession(id);
-    if (!session || this.jwts.get(session.id)?.[scope as keyof Jwts] !== jwt) {
+    if (!session || !this.view.issued(session.id, scope, jwt)) {
       if (!(await this.deps.tokens.verify(jwt, scope))) throw new UnauthorizedError('missing or invalid jwt');
       throw new NotFoundError('browser session not found or ended');
     }
@@ -554,25 +527,15 @@ export class SessionManager {
     return session;
   }
 
-  /** The read-only live view's jwt of a running session. */
-  viewToken(sessionId: string): string | undefined {
-    return this.jwts.get(sessionId)?.view;
-  }
-
-  private liveUrl(jwt: string, readOnly = false): string {
-    return `${this.deps.publicUrl()}/browser/live?jwt=${jwt}${readOnly ? '&readOnly=true' : ''}`;
-  }
-
   /**
    * The live view of the org's running session, headless ones included: noVNC for a headful
    * session (its browser_live_view_url), CDP screencast frames for a headless one.
    */
   async liveView(org: OrgRecord, idOrName: string): Promise<LiveViewUrls> {
     const id = this.liveIdOf(org, idOrName);
-    const jwts = id && this.jwts.get(id);
-    if (!id || !jwts) throw new NotFoundError(`browser session ${JSON.stringify(idOrName)} not found or ended`);
-    const headless = this.liveSession(id)!.display === undefined;
-    return { url: this.liveUrl(jwts.live), read_only_url: this.liveUrl(jwts.view, true), kind: headless ? 'screencast' : 'vnc' };
+    const urls = id && this.view.liveView(id, this.liveSession(id)!.display === undefined);
+    if (!urls) throw new NotFoundError(`browser session ${JSON.stringify(idOrName)} not found or ended`);
+    return urls;
   }
 
   /** The id of the org's running session of this id or name, if there is one. */
@@ -589,7 +552,7 @@ export class SessionManager {
 
   /** The org's active sessions that match, as API objects (an invocation's browsers). */
   listWhere(org: OrgRecord, match: (r: SessionRecord) => boolean): BrowserSession[] {
-    return this.deps.store.data.sessions.filter((s) => s.org_id === org.id && !s.deleted_at && match(s)).map((r) => this.view(r));
+    return this.deps.store.data.sessions.filter((s) => s.org_id === org.id && !s.deleted_at && match(s)).map((r) => this.view.of(r));
   }
 
   /** Ends the active sessions that match (an invocation's browsers when it ends); how many. */
@@ -603,7 +566,7 @@ export class SessionManager {
   async endAll(reason: string): Promise<void> {
     this.closing = true;
     this.giveUp.abort();
-    clearInterval(this.timer);
+    this.clock.stop();
     // Creates already launching finish first, so their browsers are ended too, not orphaned.
     await Promise.allSettled([...this.launching]);
     await Promise.all([...this.live.keys()].map((id) => this.end(id, reason)));
@@ -621,7 +584,7 @@ export class SessionManager {
     const session = this.live.get(id);
     if (session) {
       this.live.delete(id);
-      this.countdownFrom.delete(id);
+      this.clock.forget(id);
       this.track(this.teardown(session, reason));
     }
     const record = this.deps.store.data.sessions.find((s) => s.id === id);
@@ -651,7 +614,7 @@ export class SessionManager {
       const { graceful, keptDisk } = await session.stop();
       if (keptDisk) {
         // Its runtime stays on the record: the next start finishes what the disk still holds.
-        this.jwts.delete(session.record.id);
+        this.view.forget(session.record.id);
         this.deps.log('session ended; its disk is kept for the next start', { session: session.id, reason, graceful });
         return;
       }
@@ -668,18 +631,8 @@ export class SessionManager {
    */
   private async retire(record: SessionRecord): Promise<void> {
     delete record.runtime;
-    this.jwts.delete(record.id);
+    this.view.forget(record.id);
     await this.deps.store.retire('sessions', [record], this.deps.history);
-  }
-
-  private async endIdleSessions(): Promise<void> {
-    const now = Date.now();
-    for (const session of this.live.values()) {
-      const at = this.timeoutAt(session.id);
-      if (!session.isStopping && at !== null && now >= at) {
-        await this.end(session.id, 'timeout').catch((err) => this.deps.log('timeout end failed', { error: String(err) }));
-      }
-    }
   }
 
   private find(org: OrgRecord, idOrName: string, includeDeleted: boolean): SessionRecord {
@@ -716,56 +669,6 @@ export class SessionManager {
     if (taken) {
       throw new ConflictError(`an active browser session named ${name} already exists`);
     }
-  }
-
-  /** The gateway URL of a running session's browser (its cdp_ws_url), for the daemon's own clients that must go through it. */
-  cdpUrl(session: LiveSession): string {
-    return this.view(session.record).cdp_ws_url;
-  }
-
-  /**
-   * The same gateway URL as programs inside the session's box reach it (the Playwright runner,
-   * the BiDi mapper): the daemon's port on the box's loopback, which its agent forwards here.
-   */
-  cdpUrlInBox(session: LiveSession): string {
-    const url = new URL(this.cdpUrl(session));
-    url.hostname = '127.0.0.1';
-    return url.toString();
-  }
-
-  /** A session as the API shows it, its jwts derived again if it has left memory (ended). */
-  private async present(r: SessionRecord): Promise<BrowserSession> {
-    return this.view(r, this.jwts.get(r.id) ?? (await this.derive(r)));
-  }
-
-  /** A session as the API shows it; one not yet retired (every running one) has its jwts at hand. */
-  private view(r: SessionRecord, jwts = this.jwts.get(r.id)!): BrowserSession {
-    const ws = this.deps.publicUrl().replace(/^http/, 'ws');
-    return {
-      session_id: r.id,
-      created_at: r.created_at,
-      cdp_ws_url: `${ws}${CDP_PATH}?jwt=${jwts.cdp}`,
-      webdriver_ws_url: `${ws}${WEBDRIVER_PATH}?jwt=${jwts.cdp}`,
-      // The SDK routes curl (and browser.fetch) to base_url + /curl with the jwt, as to a Kernel VM.
-      base_url: `${this.deps.publicUrl()}/browser/${r.id}`,
-      ...(r.headless ? {} : { browser_live_view_url: this.liveUrl(jwts.live) }),
-      headless: r.headless,
-      stealth: r.stealth,
-      timeout_seconds: r.timeout_seconds,
-      kiosk_mode: r.kiosk_mode,
-      viewport: r.viewport,
-      ...(r.persistence ? { persistence: r.persistence } : {}),
-      ...(r.proxy_id ? { proxy_id: r.proxy_id } : {}),
-      ...(r.deleted_at ? { deleted_at: r.deleted_at } : {}),
-      ...(r.name !== undefined ? { name: r.name } : {}),
-      ...(r.tags ? { tags: r.tags } : {}),
-      ...(r.start_url ? { start_url: r.start_url } : {}),
-      ...(r.invocation_id ? { invocation_id: r.invocation_id } : {}),
-      ...(r.pool ? { pool: r.pool } : {}),
-      // Kernel's session usage: the time it has run (until it ended).
-      usage: { uptime_ms: Math.max(0, (r.deleted_at ? Date.parse(r.deleted_at) : Date.now()) - Date.parse(r.created_at)) },
-      ...Object.assign({}, ...this.features.map((f) => f.view?.(r) ?? {})),
-    };
   }
 }
 

@@ -40,24 +40,34 @@ const ID_SHAPE = /^[a-z][0-9a-z]{23}$/;
  * requires a public address; here a collector on this machine or the LAN is the common case, so
  * any http or https endpoint is taken.
  */
+/** What exports to the destinations: asked before a delete, told of a changed endpoint. */
+export interface DestinationUsers {
+  /** The sessions exporting to a destination now (a destination in use is not deleted). */
+  exportingTo(destinationId: string): string[];
+  /** A destination's endpoint changed: sessions exporting to it move there. */
+  endpointChanged(destinationId: string): Promise<void>;
+}
+
 export class TelemetryDestinations {
   private readonly dir: string;
   /** Header values by destination, as written: read by every export, so a PATCH applies at once. */
   private readonly headers = new Map<string, Record<string, string>>();
+  /** The sessions' exports, built on this: which sessions export where, and moving them. */
+  private exports?: DestinationUsers;
 
   constructor(
     private readonly deps: {
       store: Store;
       /** The daemon's credentials directory; header values go to its `telemetry-destinations/`. */
       credentialsDir: string;
-      /** The sessions exporting to a destination now (a destination in use is not deleted). */
-      usersOf: (destinationId: string) => string[];
-      /** A destination's endpoint changed: sessions exporting to it move there. */
-      endpointChanged: (destinationId: string) => Promise<void>;
     },
   ) {
     deps.store.collection('telemetry_destinations');
     this.dir = join(deps.credentialsDir, 'telemetry-destinations');
+  }
+  /** The sessions' telemetry, built on these destinations, says so as it is built. */
+  exportedBy(users: DestinationUsers): void {
+    this.exports = users;
   }
 
   async create(org: OrgRecord, body: CreateOtlpDestinationBody): Promise<OtlpDestination> {
@@ -127,13 +137,13 @@ export class TelemetryDestinations {
       if (body.headers) record.header_names = Object.keys(this.headers.get(record.id) ?? {});
       record.updated_at = new Date().toISOString();
     });
-    if (endpoint !== undefined) await this.deps.endpointChanged(record.id);
+    if (endpoint !== undefined) await this.exports?.endpointChanged(record.id);
     return view(record);
   }
 
   async delete(org: OrgRecord, idOrName: string): Promise<void> {
     const record = this.find(org, idOrName);
-    const users = this.deps.usersOf(record.id);
+    const users = this.exports?.exportingTo(record.id) ?? [];
     if (users.length)
       throw new ConflictError(
         `telemetry destination ${idOrName} is in use by live session(s) ${users.join(', ')}; end them or stop their export first`,

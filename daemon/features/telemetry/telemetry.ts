@@ -30,13 +30,14 @@ const PLATFORM_ROUTE = /^\/browsers\/:id\/(fs|process|replays|logs|extensions)(\
 export class Telemetry implements SessionFeature {
   private readonly sessions = new Map<string, SessionTelemetry>();
 
-  /** Where sessions export to: set once built (the destinations ask this feature which are in use). */
-  destinations?: TelemetryDestinations;
-
   constructor(
     private readonly archive: TelemetryArchive,
     private readonly log: (msg: string, extra?: object) => void,
-  ) {}
+    /** Where sessions export to; it asks this feature which destinations are in use. */
+    private readonly destinations?: TelemetryDestinations,
+  ) {
+    destinations?.exportedBy(this);
+  }
 
   /** The running sessions exporting to a destination. */
   exportingTo(destinationId: string): string[] {

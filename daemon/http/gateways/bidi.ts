@@ -44,7 +44,7 @@ export class BidiGateway {
     const mapper = processesOf(session).helper([BOX_NODE, RUNNER_PATH], { stdin: true });
     const stdin = mapper.stdin as Writable;
     stdin.on('error', () => {});
-    stdin.write(`${this.deps.sessions.cdpUrlInBox(session)}\n`);
+    stdin.write(`${this.deps.sessions.view.cdpUrlInBox(session.record)}\n`);
     // Its last words, for the error when it cannot start.
     let stderr = '';
     (mapper.stderr as Readable).on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));

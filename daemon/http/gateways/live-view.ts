@@ -80,7 +80,7 @@ export class LiveView {
       if (query.readOnly === 'true' && !readOnly) {
         // The read-only page runs on the read-only jwt only: the address bar no longer holds the controlling one.
         const next = new URLSearchParams(req.url.split('?')[1] ?? '');
-        next.set('jwt', this.deps.sessions.viewToken(session.id)!);
+        next.set('jwt', this.deps.sessions.view.viewToken(session.id)!);
         return reply.header('cache-control', 'no-store').redirect(`${LIVE_PATH}?${next}`, 303);
       }
       return reply

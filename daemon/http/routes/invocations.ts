@@ -1,4 +1,5 @@
 import type { Invocations } from '../../apps/invocations.js';
+import type { InvocationBrowsers } from '../../apps/invocation-browsers.js';
 import { sendPage } from '../../lib/paging.js';
 import { Quotas } from '../../org/quotas.js';
 import { EventStream } from '../../lib/sse.js';
@@ -6,6 +7,7 @@ import type { HandlerGroup } from '../handlers.js';
 
 export function invocationHandlers(
   invocations: Invocations,
+  browsers: InvocationBrowsers,
   quotas: Quotas,
 ): HandlerGroup<
   | 'createInvocation'
@@ -28,7 +30,7 @@ export function invocationHandlers(
     updateInvocation: ({ org, params, body }) => invocations.update(org, params.id, body),
     invocationEvents: ({ org, params, query, reply }) =>
       EventStream.serve(reply, (stream) => invocations.events(org, params.id, query.since, stream)),
-    listInvocationBrowsers: ({ org, params }) => invocations.browsers(org, params.id),
-    deleteInvocationBrowsers: ({ org, params }) => invocations.deleteBrowsers(org, params.id),
+    listInvocationBrowsers: ({ org, params }) => browsers.list(org, params.id),
+    deleteInvocationBrowsers: ({ org, params }) => browsers.delete(org, params.id),
   };
 }

@@ -8,7 +8,7 @@ export function playwrightHandlers(
 ): HandlerGroup<'playwrightExecute' | 'listPlaywrightExecutors' | 'deletePlaywrightExecutor'> {
   return {
     playwrightExecute: ({ org, params, body, reply }) =>
-      sessions.withSession(org, params.id, (s) => executorsOf(s).execute(sessions.cdpUrlInBox(s), body, clientGone(reply))),
+      sessions.withSession(org, params.id, (s) => executorsOf(s).execute(sessions.view.cdpUrlInBox(s.record), body, clientGone(reply))),
     listPlaywrightExecutors: ({ org, params }) => sessions.withSession(org, params.id, (s) => executorsOf(s).list()),
     deletePlaywrightExecutor: ({ org, params, query }) =>
       sessions.withSession(org, params.id, (s) => executorsOf(s).delete(params.name, query.close_tab ?? true)),

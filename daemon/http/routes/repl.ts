@@ -6,6 +6,6 @@ import { clientGone } from '../client-gone.js';
 export function replHandlers(sessions: SessionManager): HandlerGroup<'runRepl'> {
   return {
     runRepl: ({ org, params, body, reply }) =>
-      sessions.withSession(org, params.id, (s) => replOf(s).run(sessions.cdpUrlInBox(s), body, clientGone(reply))),
+      sessions.withSession(org, params.id, (s) => replOf(s).run(sessions.view.cdpUrlInBox(s.record), body, clientGone(reply))),
   };
 }

@@ -9,37 +9,40 @@ import { daemonResources } from '../../lib/diagnostics.js';
 import type { ConnectionGuard } from '../front-door.js';
 import type { WebsocketLimits } from '../websocket-limits.js';
 
-export function systemHandlers(
-  auth: Auth,
-  gateway: CdpGateway,
-  publicUrl: () => string,
-  standby: Pick<Standby, 'counts' | 'budget' | 'served'>,
-  spareBoxes: Pick<SpareBoxes, 'stats'>,
-  appSpares: Pick<AppSpares, 'stats'>,
-  admission: Pick<LaunchAdmission, 'stats'>,
-  sessionCount: () => number,
+/** What the daemon's own routes report on: its health, its resources, the local admin's keys. */
+export interface SystemParts {
+  auth: Auth;
+  gateway: CdpGateway;
+  publicUrl: () => string;
+  standby: Pick<Standby, 'counts' | 'budget' | 'served'>;
+  spareBoxes: Pick<SpareBoxes, 'stats'>;
+  appSpares: Pick<AppSpares, 'stats'>;
+  admission: Pick<LaunchAdmission, 'stats'>;
+  sessionCount: () => number;
   /** The daemon's long-lived helper processes (the launcher, the CDP relay): not counted as children it must end. */
-  helperPids: () => (number | undefined)[],
-  connections: Pick<ConnectionGuard, 'stats'>,
-  websockets: Pick<WebsocketLimits, 'stats'>,
-): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey' | 'adminResources'> {
+  helperPids: () => (number | undefined)[];
+  connections: Pick<ConnectionGuard, 'stats'>;
+  websockets: Pick<WebsocketLimits, 'stats'>;
+}
+
+export function systemHandlers(parts: SystemParts): HandlerGroup<'health' | 'cdpVersion' | 'adminCreateKey' | 'adminResources'> {
   return {
     health: () => ({
       status: 'ok' as const,
-      standby: standby.counts(),
-      standby_burst: standby.budget(),
-      standby_served: standby.served(),
-      spare_boxes: spareBoxes.stats(),
-      app_spare_boxes: appSpares.stats(),
-      launches: admission.stats(),
+      standby: parts.standby.counts(),
+      standby_burst: parts.standby.budget(),
+      standby_served: parts.standby.served(),
+      spare_boxes: parts.spareBoxes.stats(),
+      app_spare_boxes: parts.appSpares.stats(),
+      launches: parts.admission.stats(),
     }),
-    cdpVersion: ({ query }) => gateway.version(query.jwt, publicUrl().replace(/^http/, 'ws')) as never,
+    cdpVersion: ({ query }) => parts.gateway.version(query.jwt, parts.publicUrl().replace(/^http/, 'ws')) as never,
     adminResources: async () => ({
-      ...(await daemonResources(sessionCount(), helperPids())),
-      connections: { ...connections.stats(), ...websockets.stats() },
+      ...(await daemonResources(parts.sessionCount(), parts.helperPids())),
+      connections: { ...parts.connections.stats(), ...parts.websockets.stats() },
     }),
     adminCreateKey: async ({ body }) => {
-      const { org, key } = await auth.createKey(body.org);
+      const { org, key } = await parts.auth.createKey(body.org);
       return { org_id: org.id, org: org.name, key };
     },
   };

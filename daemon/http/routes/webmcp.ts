@@ -7,10 +7,11 @@ export function webmcpHandlers(
 ): HandlerGroup<'listWebmcpTools' | 'invokeWebmcpTool' | 'listWebmcpCustomTools' | 'addWebmcpCustomTools' | 'removeWebmcpCustomTool'> {
   return {
     listWebmcpTools: ({ org, params, query }) => sessions.withSession(org, params.id, (s) => webmcpOf(s).list(query.exclude_custom === true)),
-    invokeWebmcpTool: ({ org, params, body }) => sessions.withSession(org, params.id, (s) => webmcpOf(s).invoke(body, sessions.cdpUrlInBox(s))),
+    invokeWebmcpTool: ({ org, params, body }) =>
+      sessions.withSession(org, params.id, (s) => webmcpOf(s).invoke(body, sessions.view.cdpUrlInBox(s.record))),
     listWebmcpCustomTools: ({ org, params }) => sessions.withSession(org, params.id, async (s) => webmcpOf(s).listCustom()),
     addWebmcpCustomTools: ({ org, params, body }) =>
-      sessions.withSession(org, params.id, (s) => webmcpOf(s).addCustom(body, sessions.cdpUrlInBox(s))),
+      sessions.withSession(org, params.id, (s) => webmcpOf(s).addCustom(body, sessions.view.cdpUrlInBox(s.record))),
     removeWebmcpCustomTool: ({ org, params }) => sessions.withSession(org, params.id, async (s) => webmcpOf(s).removeCustom(params.tool_id)),
   };
 }
