@@ -82,6 +82,7 @@ import { WatchFeed } from './http/watch-feed.js';
 import { watchHandlers } from './http/routes/watch.js';
 import { SessionTokens } from './sessions/tokens.js';
 import { Lifecycle } from './lib/lifecycle.js';
+import { findMarkedProcesses, signal, waitGone, within } from './lib/procs.js';
 import { LaunchDemand } from './lib/launch-demand.js';
 import { InvocationBrowsers } from './apps/invocation-browsers.js';
 import type { Handlers } from './http/handlers.js';
@@ -343,9 +344,10 @@ async function buildDaemon(opts: DaemonOptions, life: Lifecycle): Promise<Daemon
         log,
       },
     }),
-    { start: (s) => s.clock.start(), close: (s) => s.endAll('daemon_stop') },
+    // Its standby browsers and its sessions end together: each browser's graceful close is its own wait.
+    { start: (s) => s.clock.start(), stopping: (s) => s.stopping(), close: (s) => Promise.all([s.standby?.close(), s.endAll('daemon_stop')]) },
   );
-  const standby = life.add('standby', sessions.standby!, { start: (s) => s.start(), close: (s) => s.close() });
+  const standby = life.add('standby', sessions.standby!, { start: (s) => s.start() });
   const invocationBrowsers = new InvocationBrowsers(invocations, sessions);
   const pools = life.add(
     'pools',
@@ -499,6 +501,24 @@ async function buildDaemon(opts: DaemonOptions, life: Lifecycle): Promise<Daemon
       await life.start();
       return address.url;
     },
-    close: () => life.close(),
+    async close() {
+      const closed = life.close();
+      const graceMs = stopGraceMs();
+      if (await within(graceMs, closed)) return;
+      // Past the grace: every box's processes (sessions, standby, pools, actions, builds) are
+      // killed, so the closes still waiting on them finish at once. Not the launcher: it unmounts
+      // each box's disk as the box ends, and closes last.
+      log('daemon stop: grace spent, ending every box', { grace_ms: graceMs });
+      const pids = (await findMarkedProcesses(opts.home)).filter((pid) => pid !== launcher.pid);
+      for (const pid of pids) signal(pid, 'SIGKILL');
+      await waitGone(pids);
+      await closed;
+    },
   };
+}
+
+/** How long `daemon stop` waits for graceful ends (Browser.close, builds, actions) before it kills what remains. */
+function stopGraceMs(env: NodeJS.ProcessEnv = process.env): number {
+  const seconds = Number(env.RBROWSE_STOP_GRACE_SECONDS);
+  return (Number.isFinite(seconds) && seconds >= 0 && env.RBROWSE_STOP_GRACE_SECONDS !== '' ? seconds : 3) * 1000;
 }

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { execa } from 'execa';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { callApi, cleanEnv, CLI, startTestDaemon, waitFor } from './helpers/daemon.js';
+import { startCpuHog } from './helpers/cpu-hog.js';
 
 test('daemon stop closes live sessions with Browser.close and leaves nothing behind', async () => {
   const d = await startTestDaemon();
@@ -106,5 +107,30 @@ test('two daemons with different homes and ports run side by side', async () => 
   } finally {
     await a.stop();
     await b.stop();
+  }
+});
+
+test('under a CPU hog, daemon stop ends sessions, standby and pool browsers, exits 0 and leaves nothing', { timeout: 300_000 }, async (t) => {
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: 'headless=1' } });
+  let hog: { stop(): Promise<void> } | undefined;
+  try {
+    for (const body of [{ headless: true }, { headless: true }, { viewport: { width: 1024, height: 768 } }]) {
+      const created = await d.api('POST', '/browsers', body);
+      assert.equal(created.status, 200, created.text);
+    }
+    const pool = await d.api('POST', '/browser_pools', { name: 'busy', size: 2, headless: true, fill_rate_per_minute: 100 });
+    assert.equal(pool.status, 200, pool.text);
+    await waitFor(async () => (await d.api('GET', '/browser_pools/busy')).body.available_count >= 1, 120_000, 'a pool browser to be idle');
+    hog = startCpuHog({ maxSeconds: 180 });
+    const started = Date.now();
+    const stop = await d.cli(['daemon', 'stop']);
+    t.diagnostic(`daemon stop under the hog took ${Date.now() - started} ms`);
+    assert.equal(stop.exitCode, 0, stop.stderr);
+    assert.deepEqual(await findMarkedProcesses(d.home), [], 'no browser, box or helper survives the stop');
+    const state = JSON.parse(await readFile(join(d.home, 'state.json'), 'utf8'));
+    assert.equal(state.sessions.filter((s: any) => !s.deleted_at).length, 0, 'every session recorded as ended');
+  } finally {
+    await hog?.stop();
+    await d.stop();
   }
 });

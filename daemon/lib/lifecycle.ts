@@ -64,6 +64,9 @@ export class Lifecycle {
       this.log('a part failed to close', { step: name, error: String(err) });
     } finally {
       clearInterval(slow);
+      const ms = Date.now() - started;
+      // What made a stop slow is in the log afterwards.
+      if (ms >= 1000) this.log('daemon stop step took long', { step: name, ms });
     }
   }
 }

@@ -80,6 +80,8 @@ export class SessionManager {
   private readonly teardowns = new Set<Promise<unknown>>();
   /** Aborted at daemon stop: a teardown stops trying again what fails (a profile's save) and leaves it for the next start. */
   private readonly giveUp = new AbortController();
+  /** Aborted as the daemon stops: every launch under way (creates, standby, pools) is cancelled. */
+  private readonly stopLaunches = new AbortController();
   private readonly runtime: SessionManagerDeps['runtime'];
   private readonly endListeners: ((record: SessionRecord) => void)[] = [];
   private readonly changeListeners: (() => void)[] = [];
@@ -219,6 +221,7 @@ export class SessionManager {
     const session = await LiveSession.start(record, this.runtime, this.featureLaunches(NO_ORG, { headless: kind.headless }, record), {
       background: true,
       claim,
+      signal: this.stopLaunches.signal,
     }).finally(release);
     try {
       await warmUp(session.chromium, undefined, { stopWaiting: () => claim?.claimed === true });
@@ -274,7 +277,8 @@ export class SessionManager {
     // A pool's refill is background work: it never takes a turn a waiting create could have.
     const release = await this.deps.admission.acquire(org.id, { background: Boolean(opts.pool) });
     let session: LiveSession;
-    if (opts.signal?.aborted) {
+    const signal = opts.signal ? AbortSignal.any([opts.signal, this.stopLaunches.signal]) : this.stopLaunches.signal;
+    if (signal.aborted) {
       release();
       throw new ServiceUnavailableError('the launch was cancelled');
     }
@@ -287,7 +291,7 @@ export class SessionManager {
       const started = LiveSession.start(record, this.runtime, this.featureLaunches(org, body, record), {
         background: Boolean(opts.pool),
         box,
-        ...(opts.signal ? { signal: opts.signal } : {}),
+        signal,
       });
       // The session's now: a start that fails stops it.
       box = undefined;
@@ -562,11 +566,20 @@ export class SessionManager {
     return ids.length;
   }
 
-  /** Ends every live session (daemon stop); each is soft-deleted with the given reason. */
-  async endAll(reason: string): Promise<void> {
+  /**
+   * The daemon is stopping: no create starts, launches under way are cancelled (their boxes
+   * stop) and the clock stops, so nothing waits on a browser that would only be ended.
+   */
+  stopping(): void {
     this.closing = true;
     this.giveUp.abort();
+    this.stopLaunches.abort();
     this.clock.stop();
+  }
+
+  /** Ends every live session (daemon stop); each is soft-deleted with the given reason. */
+  async endAll(reason: string): Promise<void> {
+    this.stopping();
     // Creates already launching finish first, so their browsers are ended too, not orphaned.
     await Promise.allSettled([...this.launching]);
     await Promise.all([...this.live.keys()].map((id) => this.end(id, reason)));
