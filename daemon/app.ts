@@ -506,8 +506,9 @@ async function buildDaemon(opts: DaemonOptions, life: Lifecycle): Promise<Daemon
       const graceMs = stopGraceMs();
       if (await within(graceMs, closed)) return;
       // Past the grace: every box's processes (sessions, standby, pools, actions, builds) are
-      // killed, so the closes still waiting on them finish at once. Not the launcher: it unmounts
-      // each box's disk as the box ends, and closes last.
+      // killed, so the closes still waiting on them finish at once. Not the launcher: it closes
+      // last, as on every stop. A killed box's disk stays mounted until the next start's reaper
+      // drops it with a crashed daemon's leftovers.
       log('daemon stop: grace spent, ending every box', { grace_ms: graceMs });
       const pids = (await findMarkedProcesses(opts.home)).filter((pid) => pid !== launcher.pid);
       for (const pid of pids) signal(pid, 'SIGKILL');

@@ -315,11 +315,7 @@ export class Boxes {
       await waitUidsGone(uids);
       await this.uids!.free(uids);
     }
-    if (keepDisk) return;
-    // The launcher unmounts the disk of a box it stops; one whose processes were killed (a stop
-    // past its grace) still has it mounted.
-    if (this.root) await unmount(this.diskDir(id));
-    await removeTree(this.diskDir(id), this.deps.log);
+    if (!keepDisk) await removeTree(this.diskDir(id), this.deps.log);
   }
 }
 
