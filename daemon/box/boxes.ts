@@ -222,6 +222,9 @@ export class Boxes {
       this.releasing.add(releasing);
       void releasing.finally(() => this.releasing.delete(releasing));
     });
+    // The host's ports are read once boxes run: the first box after a start must not run its
+    // program (an app build's git fetch, say) before it can reach them.
+    await this.hostPorts.primed();
     return started;
   }
 

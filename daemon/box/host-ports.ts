@@ -96,6 +96,11 @@ export class HostPorts {
     };
   }
 
+  /** Resolves once the host's ports have been read at least once (at once after that). */
+  async primed(): Promise<void> {
+    if (this.enabled && this.scanned.at === 0) await this.refresh();
+  }
+
   /** Reads the host's ports now and tells every box (before a session is handed out). */
   async refresh(): Promise<void> {
     if (!this.enabled) return;
