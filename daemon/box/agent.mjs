@@ -244,23 +244,51 @@ function killEverything() {
  * The daemon is gone (crashed, killed): the browser closes as on a normal end, so its profile's
  * cookies and storage are on disk for the next daemon to save, then the box ends.
  */
-async function orphaned() {
+let orphaning;
+function orphaned() {
+  // Told by the launcher, then its channel closes: once.
+  orphaning ??= closeOrphaned();
+  return orphaning;
+}
+
+async function closeOrphaned() {
+  // Nobody reads the programs' output any more: a stream left held (the daemon's reader was behind
+  // when it died) would block the browser on its next write to stderr, and a browser blocked
+  // there never finishes closing.
+  for (const entry of children.values()) {
+    entry.held?.clear();
+    for (const stream of entry.credit.values()) stream.resume();
+  }
   const b = browser;
-  if (b) {
+  const child = b && children.get(b.id)?.child;
+  if (child && child.exitCode === null && child.signalCode === null) {
     await new Promise((resolve) => {
-      const timer = setTimeout(resolve, ORPHAN_CLOSE_MS);
-      const exited = () => {
+      let done = false;
+      const finish = () => {
+        done = true;
         clearTimeout(timer);
         resolve();
       };
-      children.get(b.id)?.child.once('close', exited);
-      try {
-        const ws = new WebSocket(`ws://127.0.0.1:${b.port}${b.path}`);
-        ws.onopen = () => ws.send(JSON.stringify({ id: 1, method: 'Browser.close' }));
-        ws.onerror = () => {};
-      } catch {
-        // The browser is not answering: killed below.
-      }
+      const timer = setTimeout(finish, ORPHAN_CLOSE_MS);
+      // The browser process's exit, not its pipes' close: a helper it started may hold those open.
+      child.once('exit', finish);
+      // Browser.close until one is sent: a connection refused once (a busy machine) is tried again.
+      const close = () => {
+        if (done) return;
+        let sent = false;
+        try {
+          const ws = new WebSocket(`ws://127.0.0.1:${b.port}${b.path}`);
+          ws.onopen = () => {
+            sent = true;
+            ws.send(JSON.stringify({ id: 1, method: 'Browser.close' }));
+          };
+          ws.onclose = () => sent || setTimeout(close, 250);
+          ws.onerror = () => {};
+        } catch {
+          setTimeout(close, 250);
+        }
+      };
+      close();
     });
   }
   killEverything();
