@@ -350,9 +350,14 @@ describe('learned standby kinds', { timeout: 180_000 }, () => {
       await create(1024, 768);
       assert.deepEqual(await standbyIds(t), [], 'both launched cold');
       // Its first browser may be launching already (launching: true), or not yet.
-      const { launching: _launching, ...learnedKind } = (await standbySet())[SMALL];
+      const { launching, learned_until, ...learnedKind } = (await standbySet())[SMALL];
       assert.deepEqual(learnedKind, { ready: 0, wanted: 1, learned: true });
+      // While it launches it is not forgotten, so no date is given; else 20 s from the create.
+      if (launching) assert.equal(learned_until, undefined);
+      else assert.ok(Date.parse(learned_until) <= Date.now() + 20_000 && Date.parse(learned_until) > Date.now() + 10_000, learned_until);
       await standbyReady(t, SMALL);
+      const until = Date.parse((await standbySet())[SMALL].learned_until);
+      assert.ok(until > Date.now() && until <= Date.now() + 20_000, 'counted from when its first browser was ready');
       const third = await create(1024, 768);
       assert.ok((await standbyIds(t)).includes(third), 'the third create was served by the learned kind');
 
@@ -397,7 +402,11 @@ describe('standby that follows a burst', { timeout: 300_000 }, () => {
       assert.equal(during.standby[HEADLESS].wanted, 3, JSON.stringify(during));
       assert.equal(during.standby[HEADLESS].burst, 2);
       assert.equal(during.standby_burst.burst_used_mb, 320);
+      assert.equal(during.standby[HEADLESS].burst_until === undefined, during.standby[HEADLESS].ready < 3, 'no end while it fills');
       await waitFor(async () => (await readyCount(b, HEADLESS)) === 3, 120_000, 'three ready browsers');
+      const full = (await health()).standby[HEADLESS];
+      // (Unless the hold is over already: a very slow poll.)
+      if (full.burst) assert.ok(Date.parse(full.burst_until) <= Date.now() + 8_000, 'the hold counts from when it was full');
       // The next creates of the burst take ready browsers: none of them waited for a launch.
       const ready = await standbyIds(b);
       const served: string[] = [];

@@ -26,12 +26,25 @@ export const HealthSchema = Type.Object({
         learned: Type.Optional(
           Type.Literal(true, { description: 'kept because creates asked for this kind (standby learn=K), until none has for a while' }),
         ),
+        learned_until: Type.Optional(
+          Type.String({
+            format: 'date-time',
+            description: 'when a learned kind is forgotten and its browsers stopped unless a create asks for it first (RBROWSE_STANDBY_FORGET_SECONDS)',
+          }),
+        ),
         burst: Type.Optional(
           Type.Integer({ minimum: 1, description: 'of `wanted`, how many are kept extra because creates of this kind come in a burst' }),
         ),
+        burst_until: Type.Optional(
+          Type.String({
+            format: 'date-time',
+            description:
+              'when the burst\'s extra browsers are stopped unless another create of the kind comes first (RBROWSE_STANDBY_BURST_HOLD_SECONDS); absent while they are still being launched',
+          }),
+        ),
       }),
       {
-        description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted',
+        description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted, and why and until when the learned and burst ones are kept',
       },
     ),
   ),

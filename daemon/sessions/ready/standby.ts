@@ -17,6 +17,17 @@ export interface StandbyDeps {
   log: (msg: string, extra?: object) => void;
 }
 
+/** One kind's line in GET /health. */
+export interface StandbyCount {
+  ready: number;
+  wanted: number;
+  launching?: true;
+  learned?: true;
+  learned_until?: string;
+  burst?: number;
+  burst_until?: string;
+}
+
 /** A standby launch under way, and (once a create claimed it) where its browser goes. */
 interface InFlight {
   claim: LaunchClaim;
@@ -137,20 +148,29 @@ export class Standby {
     this.refill.kick();
   }
 
-  /** How many are ready of each kind: GET /health shows it (the benchmark waits on it). */
-  counts(): Record<string, { ready: number; wanted: number; launching?: true; learned?: true; burst?: number }> {
+  /**
+   * How many are ready of each kind, and why each is kept and until when (GET /health; the
+   * benchmark waits on it): a learned kind until no create has asked for it for forgetMs, a
+   * burst's extra browsers until its creates have stopped for the burst hold.
+   */
+  counts(): Record<string, StandbyCount> {
+    const at = (ms: number) => new Date(ms).toISOString();
     return Object.fromEntries(
       this.entries().map((e) => {
         const key = standbyKey(e.headless, e.viewport);
-        const burst = this.extra.get(key)?.n ?? 0;
+        const burst = this.extra.get(key);
+        const learned = this.learned.get(key);
         return [
           key,
           {
             ready: this.ready.get(key)?.length ?? 0,
             wanted: e.count,
             ...(this.launching.has(key) ? { launching: true as const } : {}),
-            ...(this.learned.has(key) ? { learned: true as const } : {}),
-            ...(burst ? { burst } : {}),
+            ...(learned ? { learned: true as const } : {}),
+            // A kind launching now is not forgotten, nor a burst given up before it filled (forget(), shrink()).
+            ...(learned && !this.launching.has(key) ? { learned_until: at(this.since(learned) + this.deps.forgetMs) } : {}),
+            ...(burst?.n ? { burst: burst.n } : {}),
+            ...(burst?.n && !this.filling(key) ? { burst_until: at(this.burstSince(burst) + this.deps.burst.holdMs) } : {}),
           },
         ];
       }),
