@@ -17,9 +17,9 @@ export interface StandbySet {
   learn: number;
 }
 
-/** How long a learned kind stays without a create of it: RBROWSE_STANDBY_FORGET_SECONDS (default 15 min). */
+/** How long a learned kind stays without a create of it: RBROWSE_STANDBY_FORGET_SECONDS (default 5 min: idle memory goes back to the set's within minutes of the last create). */
 export function forgetAfterMs(env: NodeJS.ProcessEnv = process.env): number {
-  return wholeNumber(env, 'RBROWSE_STANDBY_FORGET_SECONDS', 15 * 60, 1, 'seconds') * 1000;
+  return wholeNumber(env, 'RBROWSE_STANDBY_FORGET_SECONDS', 5 * 60, 1, 'seconds') * 1000;
 }
 
 /**

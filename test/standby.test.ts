@@ -556,8 +556,8 @@ describe('the standby set (pure)', () => {
     assert.throws(() => spareBoxCount({ RBROWSE_SPARE_BOXES: '-1' }), /whole number/);
   });
 
-  test('RBROWSE_STANDBY_FORGET_SECONDS: 15 minutes unless set; whole seconds, at least 1', () => {
-    assert.equal(forgetAfterMs({}), 900_000);
+  test('RBROWSE_STANDBY_FORGET_SECONDS: 5 minutes unless set; whole seconds, at least 1', () => {
+    assert.equal(forgetAfterMs({}), 300_000);
     assert.equal(forgetAfterMs({ RBROWSE_STANDBY_FORGET_SECONDS: '3' }), 3000);
     assert.throws(() => forgetAfterMs({ RBROWSE_STANDBY_FORGET_SECONDS: '0' }), /at least 1/);
     assert.throws(() => forgetAfterMs({ RBROWSE_STANDBY_FORGET_SECONDS: '1.5' }), /whole number/);

@@ -29,7 +29,8 @@ export const HealthSchema = Type.Object({
         learned_until: Type.Optional(
           Type.String({
             format: 'date-time',
-            description: 'when a learned kind is forgotten and its browsers stopped unless a create asks for it first (RBROWSE_STANDBY_FORGET_SECONDS)',
+            description:
+              'when a learned kind is forgotten and its browsers stopped unless a create asks for it first (RBROWSE_STANDBY_FORGET_SECONDS)',
           }),
         ),
         burst: Type.Optional(
@@ -39,12 +40,13 @@ export const HealthSchema = Type.Object({
           Type.String({
             format: 'date-time',
             description:
-              'when the burst\'s extra browsers are stopped unless another create of the kind comes first (RBROWSE_STANDBY_BURST_HOLD_SECONDS); absent while they are still being launched',
+              "when the burst's extra browsers are stopped unless another create of the kind comes first (RBROWSE_STANDBY_BURST_HOLD_SECONDS); absent while they are still being launched",
           }),
         ),
       }),
       {
-        description: 'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted, and why and until when the learned and burst ones are kept',
+        description:
+          'Browsers kept launched for instant creates, by kind (headless|headful@WxH@R): how many are ready of how many wanted, and why and until when the learned and burst ones are kept',
       },
     ),
   ),
