@@ -507,9 +507,10 @@ async function buildDaemon(opts: DaemonOptions, life: Lifecycle): Promise<Daemon
       if (await within(graceMs, closed)) return;
       // Past the grace: every box's processes (sessions, standby, pools, actions, builds) are
       // killed, so the closes still waiting on them finish at once. Not the launcher: it closes
-      // last, as on every stop. A killed box's disk stays mounted until the next start's reaper
-      // drops it with a crashed daemon's leftovers.
+      // last, as on every stop. A killed box's disk stays mounted, and a group not yet empty
+      // stays, until the next start's reaper drops them with a crashed daemon's leftovers.
       log('daemon stop: grace spent, ending every box', { grace_ms: graceMs });
+      boxes.leaveLeftovers();
       const pids = (await findMarkedProcesses(opts.home)).filter((pid) => pid !== launcher.pid);
       for (const pid of pids) signal(pid, 'SIGKILL');
       await waitGone(pids);

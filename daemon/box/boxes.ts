@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { removeTree } from '../lib/fs-util.js';
@@ -112,6 +112,8 @@ export class Boxes {
   /** Boxes being started: close() waits for them, so none outlives a stopped daemon. */
   private readonly starting = new Set<Promise<unknown>>();
   private closing = false;
+  /** Set by a stop past its grace: boxes ending now leave the kernel's leftovers to the next start. */
+  private leaving = false;
 
   private constructor(
     private readonly deps: BoxesDeps,
@@ -309,16 +311,28 @@ export class Boxes {
     for (const target of this.runtimeMounts) await execa('umount', ['--lazy', target], { reject: false });
   }
 
+  /**
+   * A stop past its grace kills every box: from then on, what their end leaves that only time or
+   * the kernel clears (a group whose killed processes are not all reaped yet, a disk still
+   * mounted, which a remove retries on for seconds) is left to the next start's reaper, as a
+   * crashed daemon's is, and the stop completes. A session's disk left so still holds its
+   * profile's changes for that start to save.
+   */
+  leaveLeftovers(): void {
+    this.leaving = true;
+  }
+
   /** Once a box has ended: its groups go, then (no process of them left) its uids, then its disk. */
   private async release(id: string, uids: BoxUids | undefined, keepDisk: boolean): Promise<void> {
     this.live.delete(id);
     this.granted.delete(id);
-    await this.cgroups.remove(id);
+    await this.cgroups.remove(id, { once: this.leaving });
     if (uids) {
       await waitUidsGone(uids);
       await this.uids!.free(uids);
     }
-    if (!keepDisk) await removeTree(this.diskDir(id), this.deps.log);
+    if (keepDisk || (this.leaving && this.root && (await isMountPoint(this.diskDir(id))))) return;
+    await removeTree(this.diskDir(id), this.deps.log);
   }
 }
 
@@ -327,6 +341,12 @@ async function waitUidsGone(uids: BoxUids, timeoutMs = 5000): Promise<void> {
   const wanted = new Set([String(uids.agent), String(uids.user)]);
   const deadline = Date.now() + timeoutMs;
   while ((await anyProcessOf(wanted)) && Date.now() < deadline) await sleep(20);
+}
+
+/** Whether dir is where a file system is mounted (its device differs from its parent's). */
+async function isMountPoint(dir: string): Promise<boolean> {
+  const [own, parent] = await Promise.all([stat(dir).catch(() => undefined), stat(dirname(dir)).catch(() => undefined)]);
+  return Boolean(own && parent && own.dev !== parent.dev);
 }
 
 async function unmount(dir: string): Promise<void> {

@@ -144,11 +144,14 @@ export class BoxCgroups {
     return procs;
   }
 
-  /** Removes a box's groups (they are empty once its processes are gone; retried a moment while they drain). */
-  async remove(id: string): Promise<void> {
+  /**
+   * Removes a box's groups: empty once its processes are gone, so tried for a second while they
+   * drain; `once`, tried once (a group left, the next start's removeAll() removes).
+   */
+  async remove(id: string, opts: { once?: boolean } = {}): Promise<void> {
     for (const c of this.controllers) {
       const dir = join(c.parent, id);
-      for (let i = 0; i < 20; i++) {
+      for (let i = 0; i < (opts.once ? 1 : 20); i++) {
         const gone = await rmdir(dir).then(
           () => true,
           (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
