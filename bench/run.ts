@@ -1,13 +1,15 @@
 /**
  * rbrowse against raw Chromium on the same machine: session create (from a standby browser and
  * cold), a full client cycle with its phases, CDP round trips through the gateway, a burst of
- * sessions, back-to-back cycles as a test suite makes them, CLI start-up and the daemon's own
- * footprint. The machine is shared and noisy, so
+ * sessions, back-to-back cycles as a test suite makes them, spaced cycles and `daemon stop` under
+ * a CPU hog, CLI start-up, the daemon's own footprint and the memory of everything it started,
+ * before a burst of creates, right after it and once the burst's extra standby browsers are gone. The machine is shared and noisy, so
  * what matters is the ratio of each pair of runs, which are interleaved to spread the noise.
  *
  * Goals are informational: the exit code is 0 whether they pass or not, non-zero only on errors.
  * Sample counts: BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS, BENCH_BURST, BENCH_BURST_CYCLES, BENCH_CLI_RUNS,
- * BENCH_LOAD_ROUNDS, BENCH_LOAD_MS.
+ * BENCH_LOAD_ROUNDS, BENCH_LOAD_MS, BENCH_SPACED_CYCLES, BENCH_STOPS, BENCH_DECAY_MS (how long after
+ * the burst its memory is read again).
  */
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -16,6 +18,7 @@ import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
 import { cpuPerCycle } from './cpu.js';
+import { everythingPssMiB, spacedUnderHog, timedStop, type SpacedRun } from './crowded.js';
 import { boxesPssMiB, cliStartup, footprint, idleCpuMsPerS, loadRound, pssMiB, relayPid, sessionPss, type LoadRound } from './footprint.js';
 import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import {
@@ -50,6 +53,10 @@ const CONFIG = {
   cliRuns: intEnv('BENCH_CLI_RUNS', 10),
   loadRounds: intEnv('BENCH_LOAD_ROUNDS', 3),
   loadMs: intEnv('BENCH_LOAD_MS', 15_000),
+  spacedCycles: intEnv('BENCH_SPACED_CYCLES', 10),
+  spacedGapMs: 2000,
+  stops: intEnv('BENCH_STOPS', 2),
+  decayMs: intEnv('BENCH_DECAY_MS', 5 * 60_000),
 };
 
 /** How long idle CPU is counted, and how long a standby browser's start is given to quiet down first. */
@@ -135,6 +142,10 @@ async function measure({ cold, warm }: Contexts): Promise<{
   rounds: LoadRound[];
   idle: { cold: number; warm: number; spareBox: number; relay: number; cpuCold: number; cpuWarm: number };
   memory: { session: number; raw: number };
+  /** PSS of everything a daemon started, idle: standby off, and the default standby before a burst, right after it and decayMs after. */
+  everything: { cold: number; before: number; after: number; decayed: number; decayedAfterMs: number };
+  spaced: SpacedRun;
+  stops: { quiet: number[]; hogged: number[] };
 }> {
   // Idle first, before anything has run in them.
   await spareReady(cold.daemon);
@@ -149,6 +160,13 @@ async function measure({ cold, warm }: Contexts): Promise<{
   await sleep(IDLE_SETTLE_MS);
   const [cpuCold, cpuWarm] = await Promise.all([idleCpuMsPerS(cold.daemon, IDLE_CPU_MS), idleCpuMsPerS(warm.daemon, IDLE_CPU_MS)]);
   const idle = { ...rss, cpuCold, cpuWarm };
+  const everything = {
+    cold: await everythingPssMiB(cold.daemon),
+    before: await everythingPssMiB(warm.daemon),
+    after: 0,
+    decayed: 0,
+    decayedAfterMs: 0,
+  };
 
   // Standby samples run on their own, and the cold ones in pairs with raw launches: interleaved
   // with standby creates, a cold create often came right after a standby refill, which no raw
@@ -174,12 +192,39 @@ async function measure({ cold, warm }: Contexts): Promise<{
 
   progress(`burst: ${CONFIG.burst} headless sessions ${CONFIG.burstConcurrency} at a time, 3 per side`);
   await standbyReady(warm.daemon);
-  const [bursts, rawBursts] = await interleave(0, 3, [() => sessionBurst(warm), () => rawBurst(cold)]);
+  // Each burst's memory is read once the standby browsers it asked for are up (its peak), before
+  // the raw burst that follows starts any browser.
+  let burstEnded = 0;
+  const warmBurst = async () => {
+    const ms = await sessionBurst(warm);
+    burstEnded = performance.now();
+    await standbyFull(warm.daemon, 180_000).catch(() => progress('the standby set was not full 180 s after the burst; its memory is read as it is'));
+    everything.after = await everythingPssMiB(warm.daemon);
+    return ms;
+  };
+  const [bursts, rawBursts] = await interleave(0, 3, [warmBurst, () => rawBurst(cold)]);
 
   const backToBack: BurstRun[] = [];
   for (const workMs of [0, 300]) {
     for (const clients of [1, 2])
       backToBack.push(await burstRun({ raw: cold.raw, pageUrl: cold.pageUrl, cycles: CONFIG.burstCycles, clients, workMs }));
+  }
+
+  // Read with nothing else running: the back-to-back daemons are gone, and what PSS shares out
+  // is shared among the same processes as before the burst.
+  const decayLeft = burstEnded + CONFIG.decayMs - performance.now();
+  progress(`memory: ${Math.max(0, Math.round(decayLeft / 1000))} s more before the burst's footprint is read again`);
+  if (decayLeft > 0) await sleep(decayLeft);
+  everything.decayedAfterMs = performance.now() - burstEnded;
+  everything.decayed = await everythingPssMiB(warm.daemon);
+
+  const spaced = await spacedUnderHog({ raw: cold.raw, pageUrl: cold.pageUrl, cycles: CONFIG.spacedCycles, gapMs: CONFIG.spacedGapMs });
+
+  progress(`stop: ${CONFIG.stops} stops of a busy daemon a side, quiet and under a CPU hog, alternating`);
+  const stops = { quiet: [] as number[], hogged: [] as number[] };
+  for (let i = 0; i < CONFIG.stops; i++) {
+    stops.quiet.push(await timedStop(false));
+    stops.hogged.push(await timedStop(true));
   }
 
   progress(`cli: ${CONFIG.cliRuns} runs of rbrowse --version, rbrowse ls and node -e 0`);
@@ -221,8 +266,16 @@ async function measure({ cold, warm }: Contexts): Promise<{
     { metric: `${CONFIG.burst} sessions, ${CONFIG.burstConcurrency} at a time`, unit: 'ms', rbrowse: summarize(bursts!), raw: summarize(rawBursts!) },
     { metric: 'rbrowse --version vs node -e 0', unit: 'ms', rbrowse: summarize(cli.version), raw: summarize(cli.node), maxP50: 150 },
     { metric: 'rbrowse ls vs node -e 0', unit: 'ms', rbrowse: summarize(cli.ls), raw: summarize(cli.node), maxP50: 150 },
+    {
+      metric: `cycle ${CONFIG.spacedGapMs / 1000} s apart under a CPU hog vs raw cycle`,
+      unit: 'ms',
+      rbrowse: summarize(spaced.rbrowse),
+      raw: summarize(spaced.raw),
+      goal: 0.5,
+    },
+    { metric: 'daemon stop under a CPU hog vs quiet', unit: 'ms', rbrowse: summarize(stops.hogged), raw: summarize(stops.quiet), maxP50: 5000 },
   ];
-  return { rows, bursts: backToBack, rounds, idle, memory };
+  return { rows, bursts: backToBack, rounds, idle, memory, everything, spaced, stops };
 }
 
 function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): void {
@@ -248,6 +301,17 @@ function report(r: Awaited<ReturnType<typeof measure>>, loadBefore: string): voi
   );
   console.log(
     `a headless session with a page loaded: ${r.memory.session.toFixed(0)} MiB PSS (its whole box), a raw Chromium ${r.memory.raw.toFixed(0)} MiB (${(r.memory.session / r.memory.raw).toFixed(2)}x)`,
+  );
+  const e = r.everything;
+  console.log(
+    `everything the daemon started, idle, PSS: ${e.cold.toFixed(0)} MiB with standby off; with the default standby ${e.before.toFixed(0)} MiB ` +
+      `before a burst of ${CONFIG.burst} creates, ${e.after.toFixed(0)} MiB right after it (its extra standby browsers up), ${e.decayed.toFixed(0)} MiB ` +
+      `${(e.decayedAfterMs / 60_000).toFixed(1)} min after (${(e.decayed / e.before).toFixed(2)}x before; goal <= 1.10x: ${e.decayed <= e.before * 1.1 ? 'PASS' : 'MISS'})`,
+  );
+  const s = r.spaced.served;
+  console.log(
+    `cycles ${CONFIG.spacedGapMs / 1000} s apart under a CPU hog (2 busy loops per core): standby served ${s.fromReady + s.fromLaunch} of ${s.creates} creates ` +
+      `(${s.fromLaunch} still launching); daemon stop: a daemon with 3 sessions, the default standby and a pool of 2 idle browsers`,
   );
   console.log('load rounds (8 API clients reading/PATCHing, 2 creating and deleting sessions; after a 3 s settle):');
   console.log('round  RSS (anon) MiB  fds  sessions  read p50 / p99 ms  requests by status');

@@ -1,0 +1,101 @@
+/**
+ * The daemon on a crowded machine: spaced cycles under a CPU hog (busy loops at normal priority,
+ * two per core) against raw Chromium's under the same hog, `daemon stop` of a busy daemon quiet
+ * and hogged, and the memory of everything a daemon started (its idle footprint before and after
+ * a burst of creates).
+ */
+import { performance } from 'node:perf_hooks';
+import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
+import { DEFAULT_STANDBY } from '../src/standby.js';
+import { startCpuHog } from '../test/helpers/cpu-hog.js';
+import { daemonPid, startTestDaemon, waitFor, type TestDaemon } from '../test/helpers/daemon.js';
+import { pssMiB, relayPid } from './footprint.js';
+import { progress, shellEnv } from './lifecycle.js';
+import { daemonCyclePhases, rawCyclePhases, standbyFull, type BenchContext } from './scenarios.js';
+
+/** PSS of the daemon and everything it started (relay, launcher, boxes, browsers), in MiB. */
+export async function everythingPssMiB(d: TestDaemon): Promise<number> {
+  const relay = await relayPid(d);
+  return pssMiB([...new Set([await daemonPid(d), ...(relay ? [relay] : []), ...(await findMarkedProcesses(d.home))])]);
+}
+
+export interface SpacedRun {
+  rbrowse: number[];
+  raw: number[];
+  /** Of the run's creates, how many a standby browser served, ready or still launching. */
+  served: { creates: number; fromReady: number; fromLaunch: number };
+}
+
+/**
+ * `cycles` whole cycles `gapMs` apart on a fresh daemon with the default standby set, each followed
+ * by a raw cycle, all under the CPU hog: what a developer's test run sees on a busy laptop.
+ */
+export async function spacedUnderHog(o: Pick<BenchContext, 'raw' | 'pageUrl'> & { cycles: number; gapMs: number }): Promise<SpacedRun> {
+  progress(`crowded: ${o.cycles} cycles ${o.gapMs} ms apart under a CPU hog, each followed by a raw one`);
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_SPARE_BOXES: '', ...shellEnv() } });
+  const rbrowse: number[] = [];
+  const raw: number[] = [];
+  try {
+    await standbyFull(d, 120_000);
+    const before = (await d.api('GET', '/health', undefined, null)).body.standby_served;
+    const hog = startCpuHog({ maxSeconds: 600 });
+    try {
+      for (let i = 0; i < o.cycles; i++) {
+        await sleep(o.gapMs);
+        rbrowse.push((await daemonCyclePhases({ daemon: d, pageUrl: o.pageUrl })).total);
+        await sleep(o.gapMs);
+        raw.push((await rawCyclePhases({ daemon: d, raw: o.raw, pageUrl: o.pageUrl })).total);
+      }
+    } finally {
+      await hog.stop();
+    }
+    const after = (await d.api('GET', '/health', undefined, null)).body.standby_served;
+    return {
+      rbrowse,
+      raw,
+      served: {
+        creates: after.creates - before.creates,
+        fromReady: after.from_ready - before.from_ready,
+        fromLaunch: after.from_launch - before.from_launch,
+      },
+    };
+  } finally {
+    await d.stop();
+  }
+}
+
+/** A daemon busy as a developer's is: sessions headless and headful, standby, a pool with idle browsers. */
+async function busyDaemon(): Promise<TestDaemon> {
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: DEFAULT_STANDBY } });
+  try {
+    for (const body of [{ headless: true }, { headless: true }, { viewport: { width: 1024, height: 768 } }]) {
+      const r = await d.api('POST', '/browsers', body);
+      if (r.status !== 200) throw new Error(`create: ${r.status} ${r.text}`);
+    }
+    const pool = await d.api('POST', '/browser_pools', { name: 'bench', size: 2, headless: true, fill_rate_per_minute: 100 });
+    if (pool.status !== 200) throw new Error(`pool: ${pool.status} ${pool.text}`);
+    await waitFor(async () => (await d.api('GET', '/browser_pools/bench')).body.available_count >= 2, 120_000, 'the pool to fill');
+    return d;
+  } catch (err) {
+    await d.stop();
+    throw err;
+  }
+}
+
+/** `rbrowse daemon stop` of a busy daemon, in ms, quiet or under the CPU hog; it must exit 0 and leave nothing. */
+export async function timedStop(hogged: boolean): Promise<number> {
+  const d = await busyDaemon();
+  const hog = hogged ? startCpuHog({ maxSeconds: 120 }) : undefined;
+  try {
+    const started = performance.now();
+    const stop = await d.cli(['daemon', 'stop']);
+    const ms = performance.now() - started;
+    if (stop.exitCode !== 0) throw new Error(`daemon stop exited ${stop.exitCode}: ${stop.stderr}`);
+    const left = await findMarkedProcesses(d.home);
+    if (left.length) throw new Error(`left behind by the stop: ${left.join(', ')}`);
+    return ms;
+  } finally {
+    await hog?.stop();
+    await d.stop();
+  }
+}
