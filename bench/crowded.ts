@@ -99,3 +99,38 @@ export async function timedStop(hogged: boolean): Promise<number> {
     await d.stop();
   }
 }
+
+/**
+ * DELETE of a pool whose first browser is launching, and of a live session, `rounds` times on one
+ * daemon (standby off), quiet or under the CPU hog: neither may wait for a launch.
+ */
+export async function timedDeletes(rounds: number, hogged: boolean): Promise<{ pool: number[]; session: number[] }> {
+  const d = await startTestDaemon({ env: { RBROWSE_STANDBY: '0', ...shellEnv() } });
+  const times = { pool: [] as number[], session: [] as number[] };
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const session = await d.api('POST', '/browsers', { headless: true });
+      if (session.status !== 200) throw new Error(`create: ${session.status} ${session.text}`);
+      const hog = hogged ? startCpuHog({ maxSeconds: 120 }) : undefined;
+      try {
+        const pool = await d.api('POST', '/browser_pools', { size: 1, headless: true, fill_rate_per_minute: 6000 });
+        if (pool.status !== 200) throw new Error(`pool: ${pool.status} ${pool.text}`);
+        let started = performance.now();
+        const deleted = await d.api('DELETE', `/browser_pools/${pool.body.id}`);
+        times.pool.push(performance.now() - started);
+        if (deleted.status !== 204) throw new Error(`pool delete: ${deleted.status} ${deleted.text}`);
+        started = performance.now();
+        const ended = await d.api('DELETE', `/browsers/${session.body.session_id}`);
+        times.session.push(performance.now() - started);
+        if (ended.status !== 204) throw new Error(`session delete: ${ended.status} ${ended.text}`);
+      } finally {
+        await hog?.stop();
+      }
+      // What they ended is gone before the next round (untimed).
+      await waitFor(async () => (await findMarkedProcesses(d.home)).length <= 1, 120_000, 'the deleted browsers to end');
+    }
+    return times;
+  } finally {
+    await d.stop();
+  }
+}

@@ -8,7 +8,7 @@
  *
  * Goals are informational: the exit code is 0 whether they pass or not, non-zero only on errors.
  * Sample counts: BENCH_CREATES, BENCH_CYCLES, BENCH_ROUNDS, BENCH_CALLS, BENCH_BURST, BENCH_BURST_CYCLES, BENCH_CLI_RUNS,
- * BENCH_LOAD_ROUNDS, BENCH_LOAD_MS, BENCH_SPACED_CYCLES, BENCH_STOPS, BENCH_DECAY_MS (how long after
+ * BENCH_LOAD_ROUNDS, BENCH_LOAD_MS, BENCH_SPACED_CYCLES, BENCH_STOPS, BENCH_DELETES, BENCH_DECAY_MS (how long after
  * the burst its memory is read again).
  */
 import { cpus } from 'node:os';
@@ -18,7 +18,7 @@ import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
 import { cpuPerCycle } from './cpu.js';
-import { everythingPssMiB, spacedUnderHog, timedStop, type SpacedRun } from './crowded.js';
+import { everythingPssMiB, spacedUnderHog, timedDeletes, timedStop, type SpacedRun } from './crowded.js';
 import { boxesPssMiB, cliStartup, footprint, idleCpuMsPerS, loadRound, pssMiB, relayPid, sessionPss, type LoadRound } from './footprint.js';
 import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import {
@@ -56,6 +56,7 @@ const CONFIG = {
   spacedCycles: intEnv('BENCH_SPACED_CYCLES', 10),
   spacedGapMs: 2000,
   stops: intEnv('BENCH_STOPS', 2),
+  deletes: intEnv('BENCH_DELETES', 5),
   decayMs: intEnv('BENCH_DECAY_MS', 5 * 60_000),
 };
 
@@ -227,6 +228,10 @@ async function measure({ cold, warm }: Contexts): Promise<{
     stops.hogged.push(await timedStop(true));
   }
 
+  progress(`deletes: ${CONFIG.deletes} rounds of a pool deleted as its browser launches and a session deleted, quiet and under a CPU hog`);
+  const quietDeletes = await timedDeletes(CONFIG.deletes, false);
+  const hoggedDeletes = await timedDeletes(CONFIG.deletes, true);
+
   progress(`cli: ${CONFIG.cliRuns} runs of rbrowse --version, rbrowse ls and node -e 0`);
   const cli = await cliStartup(cold.daemon, CONFIG.cliRuns);
 
@@ -274,6 +279,20 @@ async function measure({ cold, warm }: Contexts): Promise<{
       goal: 0.5,
     },
     { metric: 'daemon stop under a CPU hog vs quiet', unit: 'ms', rbrowse: summarize(stops.hogged), raw: summarize(stops.quiet), maxP50: 5000 },
+    {
+      metric: 'DELETE pool, launching, hog vs quiet',
+      unit: 'ms',
+      rbrowse: summarize(hoggedDeletes.pool),
+      raw: summarize(quietDeletes.pool),
+      maxP50: 1000,
+    },
+    {
+      metric: 'DELETE session, hog vs quiet',
+      unit: 'ms',
+      rbrowse: summarize(hoggedDeletes.session),
+      raw: summarize(quietDeletes.session),
+      maxP50: 1000,
+    },
   ];
   return { rows, bursts: backToBack, rounds, idle, memory, everything, spaced, stops };
 }

@@ -6,6 +6,7 @@ import Kernel, { ConflictError, NotFoundError } from '@onkernel/sdk';
 import { chromium } from 'playwright';
 import { findMarkedProcesses } from '../daemon/lib/procs.js';
 import { BACKGROUND_START_MS, processesGone, sleep, startTestDaemon, waitFor, type TestDaemon } from './helpers/daemon.js';
+import { startCpuHog } from './helpers/cpu-hog.js';
 import { autogroupNices, lowersBackgroundLaunches } from './helpers/priority.js';
 
 let d: TestDaemon;
@@ -72,6 +73,22 @@ async function settle(poolId: string, available: number, acquired: number) {
 
 const acquire = (idOrName: string, body: object = {}) => d.api('POST', `/browser_pools/${idOrName}/acquire`, body);
 const release = (idOrName: string, body: object) => d.api('POST', `/browser_pools/${idOrName}/release`, body);
+
+/** The cancelled launch never became a session, and nothing of it is left running (the daemon's own box launcher aside). */
+async function checkNothingLeft(poolId: string): Promise<void> {
+  const boxProcesses = async () => {
+    const pids = await findMarkedProcesses(d.home);
+    const cmdlines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+    return cmdlines.filter((c) => c && !c.includes('launcher.mjs'));
+  };
+  await waitFor(async () => (await boxProcesses()).length === 0, 60_000, 'the cancelled launch to leave nothing');
+  const all = (await d.api('GET', '/browsers?status=all&limit=100')).body as any[];
+  assert.deepEqual(
+    all.filter((s) => s.pool?.id === poolId),
+    [],
+  );
+  assert.equal((await d.api('GET', `/browser_pools/${poolId}`)).status, 404);
+}
 
 describe('browser pools', () => {
   test('a pool fills to its size with idle sessions that carry the pool ref', async () => {
@@ -368,26 +385,29 @@ describe('browser pools', () => {
     assert.equal(again.body.telemetry ?? null, null, "the pool's telemetry (none) again");
   });
 
-  test('deleting a pool whose browser is still launching cancels the launch and leaves nothing', async () => {
-    const pool = await d.api('POST', '/browser_pools', { ...FAST, size: 1 });
-    assert.equal(pool.status, 200, pool.text);
-    // At once: its first browser is launching.
-    const deleted = await d.api('DELETE', `/browser_pools/${pool.body.id}`);
-    assert.equal(deleted.status, 204, deleted.text);
-    // The cancelled launch never became a session, and nothing of it is left running (the daemon's
-    // own box launcher aside).
-    const boxProcesses = async () => {
-      const pids = await findMarkedProcesses(d.home);
-      const cmdlines = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
-      return cmdlines.filter((c) => c && !c.includes('launcher.mjs'));
-    };
-    await waitFor(async () => (await boxProcesses()).length === 0, 30_000, 'the cancelled launch to leave nothing');
-    const all = (await d.api('GET', '/browsers?status=all&limit=100')).body as any[];
-    assert.deepEqual(
-      all.filter((s) => s.pool?.id === pool.body.id),
-      [],
-    );
-    assert.equal((await d.api('GET', `/browser_pools/${pool.body.id}`)).status, 404);
+  test('under a CPU hog, deleting a pool whose browser is still launching cancels the launch and leaves nothing; a session deleted meanwhile ends too', async (t) => {
+    const session = await d.api('POST', '/browsers', { headless: true });
+    assert.equal(session.status, 200, session.text);
+    // Busy loops at normal priority on every core: the launch below crawls, and a delete that
+    // waited for it would hang with it (the bench times these deletes).
+    const hog = startCpuHog({ maxSeconds: 120 });
+    try {
+      const pool = await d.api('POST', '/browser_pools', { ...FAST, size: 1 });
+      assert.equal(pool.status, 200, pool.text);
+      // At once: its first browser is launching.
+      let started = Date.now();
+      const deleted = await d.api('DELETE', `/browser_pools/${pool.body.id}`);
+      assert.equal(deleted.status, 204, deleted.text);
+      t.diagnostic(`pool delete under the hog: ${Date.now() - started} ms`);
+      started = Date.now();
+      const ended = await d.api('DELETE', `/browsers/${session.body.session_id}`);
+      assert.equal(ended.status, 204, ended.text);
+      t.diagnostic(`session delete under the hog: ${Date.now() - started} ms`);
+      await processesGone(d.home, session.body.session_id);
+      await checkNothingLeft(pool.body.id);
+    } finally {
+      await hog.stop();
+    }
   });
 
   test('concurrent acquirers never share a browser and are served first come, first served', async () => {
