@@ -16,9 +16,16 @@ export function readDaemonInfo(): DaemonInfo | null {
   }
 }
 
-export async function healthy(baseUrl: string): Promise<boolean> {
+/**
+ * How long a daemon whose pid is alive gets to answer /health. On a crowded machine an answer
+ * can take seconds; taken for a daemon gone, a slow one made the next command start a second
+ * daemon, which finds the first holding the home, and `daemon status` say it was not running.
+ */
+const HEALTH_TIMEOUT_MS = 15_000;
+
+export async function healthy(baseUrl: string, timeoutMs = HEALTH_TIMEOUT_MS): Promise<boolean> {
   try {
-    return (await exchange(new URL('/health', baseUrl), { method: 'GET', headers: {}, timeoutMs: 2000 })).status === 200;
+    return (await exchange(new URL('/health', baseUrl), { method: 'GET', headers: {}, timeoutMs })).status === 200;
   } catch {
     return false;
   }
@@ -88,6 +95,9 @@ export function startFailure(log: string, exitCode: number | null, sinceMs: numb
   return `the daemon exited during start (code ${exitCode}):\n${log}`;
 }
 
+/** How long a background start may take before the command gives up on it. */
+const START_TIMEOUT_MS = 90_000;
+
 /**
  * Starts the daemon in the background (or finds it running) and waits until it answers /health.
  * Its output goes to logs/daemon.log, whose tail explains a failed start.
@@ -118,7 +128,9 @@ export async function startDaemon(opts: DaemonStartOptions = {}): Promise<Daemon
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
   child.unref();
-  const deadline = Date.now() + 30_000;
+  // A start reaps what a crashed daemon left first (its launcher may take 20 s to close its
+  // browsers), and a crowded machine slows all of it: a start that has not failed is waited for.
+  const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (exited !== undefined) {
       throw new Error(startFailure(logTail(p.daemonLog), exited, startedAt));
@@ -127,7 +139,7 @@ export async function startDaemon(opts: DaemonStartOptions = {}): Promise<Daemon
     if (info && info.pid === child.pid && (await healthy(info.base_url))) return info;
     await sleep(40);
   }
-  throw new Error(`the daemon did not answer within 30 s:\n${logTail(p.daemonLog)}`);
+  throw new Error(`the daemon did not answer within ${START_TIMEOUT_MS / 1000} s:\n${logTail(p.daemonLog)}`);
 }
 
 /** Asks the daemon to stop (SIGTERM: it ends every session gracefully) and waits until it is gone. */

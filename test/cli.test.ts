@@ -2,6 +2,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -731,6 +732,35 @@ describe('rbrowse CLI', () => {
       assert.doesNotMatch(r.stderr, /"msg"/, 'no raw log lines');
     } finally {
       blocker.close();
+      await rm(home, { recursive: true, force: true });
+    }
+  });
+
+  test('a daemon slow to answer on a busy machine is still found running; one that is gone is not', async () => {
+    // A daemon's home as a running one leaves it: daemon.json with a live pid (this process) and
+    // the URL of a server that answers /health only after 3 s, as a daemon did at a load of 50.
+    const slow = createHttpServer((req, res) => void setTimeout(() => res.writeHead(req.url === '/health' ? 200 : 404).end('{"status":"ok"}'), 3000));
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const port = (slow.address() as AddressInfo).port;
+    const home = await mkdtemp(join(tmpdir(), 'rbrowse-slow-'));
+    const info = {
+      pid: process.pid,
+      host: '127.0.0.1',
+      port,
+      base_url: `http://127.0.0.1:${port}`,
+      started_at: new Date().toISOString(),
+      version: '0',
+    };
+    await writeFile(join(home, 'daemon.json'), JSON.stringify(info), { mode: 0o600 });
+    const status = async () =>
+      JSON.parse((await execa(CLI, ['daemon', 'status', '--json'], { env: cleanEnv(home), extendEnv: false, reject: false })).stdout);
+    try {
+      assert.deepEqual(await status(), { running: true, pid: process.pid, base_url: info.base_url });
+      // The control: the same home once nothing answers there.
+      await new Promise((resolve) => slow.close(resolve));
+      assert.equal((await status()).running, false);
+    } finally {
+      slow.close();
       await rm(home, { recursive: true, force: true });
     }
   });
