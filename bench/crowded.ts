@@ -134,3 +134,50 @@ export async function timedDeletes(rounds: number, hogged: boolean): Promise<{ p
     await d.stop();
   }
 }
+
+export interface IdleDecay {
+  before: number;
+  peak: number;
+  decayed: number;
+  decayedAfterMs: number;
+  /** The extra standby browsers the burst asked for, as GET /health showed them at the peak. */
+  burstExtra: number;
+}
+
+/**
+ * The idle footprint of a daemon with the defaults a user gets (standby set, burst budget, a
+ * spare box): PSS of everything it started before a burst of creates, once the standby browsers
+ * the burst asked for are up, and `decayMs` after the burst.
+ */
+export async function idleDecay(o: { creates: number; concurrency: number; decayMs: number }): Promise<IdleDecay> {
+  progress(`memory: a burst of ${o.creates} creates, ${o.concurrency} at a time, then ${o.decayMs / 1000} s idle`);
+  const d = await startTestDaemon({
+    env: { RBROWSE_STANDBY: DEFAULT_STANDBY, RBROWSE_STANDBY_BURST_MB: '512', RBROWSE_SPARE_BOXES: '1', ...shellEnv() },
+  });
+  try {
+    await standbyFull(d, 120_000);
+    // Every standby browser's start over (Chromium works for 8-20 s after one).
+    await sleep(15_000);
+    const before = await everythingPssMiB(d);
+    let left = o.creates;
+    await Promise.all(
+      Array.from({ length: o.concurrency }, async () => {
+        while (left > 0) {
+          left--;
+          const s = await d.api('POST', '/browsers', { headless: true, timeout_seconds: 600 });
+          if (s.status !== 200) throw new Error(`create: ${s.status} ${s.text}`);
+          await d.api('DELETE', `/browsers/${s.body.session_id}`);
+        }
+      }),
+    );
+    const ended = performance.now();
+    await standbyFull(d, 180_000).catch(() => progress('the standby set was not full 180 s after the burst; its memory is read as it is'));
+    const health = (await d.api('GET', '/health', undefined, null)).body;
+    const burstExtra = Object.values((health.standby ?? {}) as Record<string, { burst?: number }>).reduce((n, k) => n + (k.burst ?? 0), 0);
+    const peak = await everythingPssMiB(d);
+    await sleep(Math.max(0, ended + o.decayMs - performance.now()));
+    return { before, peak, decayed: await everythingPssMiB(d), decayedAfterMs: performance.now() - ended, burstExtra };
+  } finally {
+    await d.stop();
+  }
+}
