@@ -177,12 +177,12 @@ export class Standby {
     );
   }
 
-  /** The burst budget and what of it the kinds kept for bursts now take (GET /health). */
   /** Since the daemon started: creates a standby browser could serve, and how many one did. */
   served(): { creates: number; from_ready: number; from_launch: number } {
     return { ...this.tally };
   }
 
+  /** The burst budget and what of it the kinds kept for bursts now take (GET /health). */
   budget(): { burst_budget_mb: number; burst_used_mb: number; burst_hold_seconds: number } {
     return { burst_budget_mb: this.deps.burst.budgetMb, burst_used_mb: this.burstUsedMb(), burst_hold_seconds: this.deps.burst.holdMs / 1000 };
   }
