@@ -261,17 +261,22 @@ async function closeOrphaned() {
   }
   const b = browser;
   const child = b && children.get(b.id)?.child;
-  if (child && child.exitCode === null && child.signalCode === null) {
+  if (child) {
     await new Promise((resolve) => {
       let done = false;
       const finish = () => {
+        if (done) return;
         done = true;
         clearTimeout(timer);
         resolve();
       };
       const timer = setTimeout(finish, ORPHAN_CLOSE_MS);
-      // The browser process's exit, not its pipes' close: a helper it started may hold those open.
-      child.once('exit', finish);
+      // Its pipes' close: every process of the browser gone, the network service (which writes the
+      // cookies) among them. Past the browser process's own exit a helper may still hold a pipe
+      // open: then a moment more, not the whole wait.
+      child.once('close', finish);
+      if (child.exitCode !== null || child.signalCode !== null) setTimeout(finish, 2000);
+      else child.once('exit', () => setTimeout(finish, 2000));
       // Browser.close until one is sent: a connection refused once (a busy machine) is tried again.
       const close = () => {
         if (done) return;
