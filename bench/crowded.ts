@@ -8,16 +8,10 @@ import { performance } from 'node:perf_hooks';
 import { findMarkedProcesses, sleep } from '../daemon/lib/procs.js';
 import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startCpuHog } from '../test/helpers/cpu-hog.js';
-import { daemonPid, startTestDaemon, waitFor, type TestDaemon } from '../test/helpers/daemon.js';
-import { pssMiB, relayPid } from './footprint.js';
+import { startTestDaemon, waitFor, type TestDaemon } from '../test/helpers/daemon.js';
+import { everythingPssMiB } from './footprint.js';
 import { progress, shellEnv } from './lifecycle.js';
 import { daemonCyclePhases, rawCyclePhases, standbyFull, type BenchContext } from './scenarios.js';
-
-/** PSS of the daemon and everything it started (relay, launcher, boxes, browsers), in MiB. */
-export async function everythingPssMiB(d: TestDaemon): Promise<number> {
-  const relay = await relayPid(d);
-  return pssMiB([...new Set([await daemonPid(d), ...(relay ? [relay] : []), ...(await findMarkedProcesses(d.home))])]);
-}
 
 export interface SpacedRun {
   rbrowse: number[];

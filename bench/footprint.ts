@@ -84,6 +84,17 @@ export async function relayPid(d: TestDaemon): Promise<number | undefined> {
   return undefined;
 }
 
+/** The daemon and everything it started: its relay, launcher, boxes and browsers. */
+export async function daemonProcesses(d: TestDaemon): Promise<number[]> {
+  const relay = await relayPid(d);
+  return [...new Set([await daemonPid(d), ...(relay ? [relay] : []), ...(await findMarkedProcesses(d.home))])];
+}
+
+/** PSS of the daemon and everything it started, in MiB. */
+export async function everythingPssMiB(d: TestDaemon): Promise<number> {
+  return pssMiB(await daemonProcesses(d));
+}
+
 /** Clock ticks a second in /proc/PID/stat (USER_HZ: 100 on Linux). */
 const USER_HZ = 100;
 
@@ -101,8 +112,7 @@ async function cpuTicks(pid: number): Promise<number | undefined> {
  * laptop's core that the daemon wakes many times a second never sleeps.
  */
 export async function idleCpuMsPerS(d: TestDaemon, ms: number): Promise<number> {
-  const relay = await relayPid(d);
-  const pids = [...new Set([await daemonPid(d), ...(relay ? [relay] : []), ...(await findMarkedProcesses(d.home))])];
+  const pids = await daemonProcesses(d);
   const before = await Promise.all(pids.map(cpuTicks));
   await sleep(ms);
   const after = await Promise.all(pids.map(cpuTicks));

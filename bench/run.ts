@@ -18,8 +18,19 @@ import { DEFAULT_STANDBY } from '../src/standby.js';
 import { startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { type BurstRun, burstRun, renderBursts } from './burst.js';
 import { cpuPerCycle } from './cpu.js';
-import { everythingPssMiB, idleDecay, spacedUnderHog, timedDeletes, timedStop, type IdleDecay, type SpacedRun } from './crowded.js';
-import { boxesPssMiB, cliStartup, footprint, idleCpuMsPerS, loadRound, pssMiB, relayPid, sessionPss, type LoadRound } from './footprint.js';
+import { idleDecay, spacedUnderHog, timedDeletes, timedStop, type IdleDecay, type SpacedRun } from './crowded.js';
+import {
+  boxesPssMiB,
+  cliStartup,
+  everythingPssMiB,
+  footprint,
+  idleCpuMsPerS,
+  loadRound,
+  pssMiB,
+  relayPid,
+  sessionPss,
+  type LoadRound,
+} from './footprint.js';
 import { headlessBuild, intEnv, load, progress, runBench, shellEnv } from './lifecycle.js';
 import {
   cdpRoundTrips,
